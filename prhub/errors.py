@@ -1,0 +1,81 @@
+"""One error hierarchy; each class carries the exit code the CLI returns for it."""
+
+from __future__ import annotations
+
+
+class PrhubError(Exception):
+    """An error the user can act on: the message says what failed and what to do."""
+
+    exit_code = 1
+
+
+class ConfigError(PrhubError):
+    """A setting is missing or malformed."""
+
+    exit_code = 3
+
+
+class GitHubAuthError(PrhubError):
+    """GitHub rejected the token."""
+
+    exit_code = 4
+
+
+class RepoNotFound(PrhubError):
+    """The repository does not exist or the token cannot see it."""
+
+    exit_code = 5
+
+
+class PRNotFound(PrhubError):
+    """The pull request does not exist in the repository."""
+
+    exit_code = 6
+
+
+class PRNotMerged(PrhubError):
+    """The pull request is not merged and --allow-unmerged was not given."""
+
+    exit_code = 7
+
+
+class GitHubUnavailable(PrhubError):
+    """GitHub could not be reached or kept failing after retries."""
+
+    exit_code = 8
+
+
+class LLMUnavailable(PrhubError):
+    """The LLM endpoint could not be reached or kept failing after retries."""
+
+    exit_code = 9
+
+
+class LLMRequestError(PrhubError):
+    """The LLM endpoint refused the request (bad key, unknown model, bad request)."""
+
+    exit_code = 10
+
+
+class LLMInvalidReply(PrhubError):
+    """The model's reply failed validation twice."""
+
+    exit_code = 11
+
+
+class PartialFailure(PrhubError):
+    """Some PRs of a weekly run failed; the report was written with the rest."""
+
+    exit_code = 12
+
+
+class StoreError(PrhubError):
+    """The local store cannot be opened or written."""
+
+    exit_code = 13
+
+
+class OutputError(PrhubError):
+    """The output file cannot be written."""
+
+    exit_code = 14

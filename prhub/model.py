@@ -1,0 +1,195 @@
+"""Types that cross stage lines. No I/O here."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FileChange(BaseModel):
+    """One changed file of a PR as GitHub reports it."""
+
+    path: str
+    previous_path: str | None = None
+    status: str  # added, removed, modified, renamed, copied, changed, unchanged
+    additions: int = 0
+    deletions: int = 0
+    # None when GitHub sent no patch: a binary file or a diff too large for the API.
+    patch: str | None = None
+
+
+class Review(BaseModel):
+    author: str
+    state: str  # APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
+
+
+class PullRequest(BaseModel):
+    """A pull request with everything prhub reads from GitHub."""
+
+    repo: str
+    number: int
+    title: str
+    body: str = ""
+    author: str
+    author_association: str | None = None
+    labels: list[str] = []
+    url: str = ""
+    created_at: datetime
+    merged_at: datetime | None = None
+    merged: bool = False
+    merge_commit_sha: str | None = None
+    base_ref: str = ""
+    head_ref: str = ""
+    head_sha: str = ""
+    additions: int = 0
+    deletions: int = 0
+    changed_files: int = 0
+    files: list[FileChange] = []
+    reviews: list[Review] = []
+    referenced_issues: list[int] = []
+
+    @property
+    def version(self) -> str:
+        """What identifies this PR's content: the merge commit, else the head commit."""
+        return self.merge_commit_sha or self.head_sha
+
+
+View = Literal["full", "excerpt", "listed", "excluded"]
+
+
+class FileView(BaseModel):
+    """How much of one file the model was shown, and why."""
+
+    path: str
+    status: str
+    additions: int = 0
+    deletions: int = 0
+    view: View
+    reason: str = ""
+    lines_seen: int = 0  # changed lines the model saw
+
+
+class Coverage(BaseModel):
+    """What part of the diff the model saw; the four lists partition the PR's files."""
+
+    full: list[str] = []
+    excerpt: list[str] = []
+    listed: list[str] = []
+    excluded: list[str] = []
+    lines_seen: int = 0
+    lines_total: int = 0
+
+    @property
+    def share_seen(self) -> float:
+        return self.lines_seen / self.lines_total if self.lines_total else 1.0
+
+
+class PreparedPR(BaseModel):
+    """A PR ready for prompts: redacted text, ranked files and diff chunks within budget."""
+
+    repo: str
+    number: int
+    title: str  # redacted
+    body: str  # redacted, truncated to its budget
+    author: str
+    labels: list[str] = []
+    base_ref: str = ""
+    head_ref: str = ""
+    additions: int = 0
+    deletions: int = 0
+    reviews: list[Review] = []
+    referenced_issues: list[int] = []
+    files: list[FileView]
+    # Each chunk is the diff text of one call; a PR that fits one call has exactly one.
+    chunks: list[str]
+    # A compact list of every file with its view, for the final call after map-reduce.
+    index: str
+    coverage: Coverage
+    redactions: dict[str, int] = {}
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls + other.calls,
+            tokens_in=self.tokens_in + other.tokens_in,
+            tokens_out=self.tokens_out + other.tokens_out,
+        )
+
+
+Verdict = Literal["精读", "快速浏览", "可跳过"]
+
+
+class DigestContent(BaseModel):
+    """What the model writes about one PR (the structured-output schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(description="一行中文标题：改了什么、为什么重要，不超过 40 个汉字")
+    verdict: Verdict = Field(description="阅读建议：精读 / 快速浏览 / 可跳过")
+    minutes: int = Field(ge=1, le=120, description="读懂这个 PR 预计需要的分钟数")
+    advice: str = Field(description="阅读建议段落：值不值得读、读哪里、为什么")
+    design_decisions: list[str] = Field(
+        description="值得细读的设计决策，每条点名具体文件或标识符"
+    )
+    risks: list[str] = Field(description="风险点，每条一句")
+    follow_ups: list[str] = Field(description="具体的后续动作")
+    importance: float = Field(ge=0, le=10, description="重要性 0–10")
+    importance_reason: str = Field(description="一句话说明重要性的理由")
+    related_prs: list[int] = Field(description="输入中提到的相关 PR 编号")
+
+
+class ChunkNotes(BaseModel):
+    """What the model writes about one chunk of a PR too large for one call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(description="这一部分改了什么")
+    key_files: list[str] = Field(description="这一部分最重要的文件路径")
+    identifiers: list[str] = Field(description="值得点名的函数、类、配置项")
+    risks: list[str] = Field(description="这一部分的风险")
+
+
+class DigestMeta(BaseModel):
+    prompt: str  # task@version
+    model: str
+    usage: Usage
+    coverage: Coverage
+    redactions: dict[str, int] = {}
+    dropped_citations: int = 0
+    cache_key: str = ""
+    created_at: datetime
+
+
+class PRDigest(BaseModel):
+    """A validated digest of one PR, with the facts it was made from."""
+
+    repo: str
+    number: int
+    url: str
+    original_title: str
+    author: str
+    merged_at: datetime | None
+    labels: list[str] = []
+    modules: list[str] = []  # from the title convention, e.g. [rollout, vllm]
+    kind: str | None = None  # type from the title convention, e.g. fix, feat
+    breaking: bool = False
+    additions: int = 0
+    deletions: int = 0
+    changed_files: int = 0
+    content: DigestContent
+    meta: DigestMeta
+
+    @property
+    def tags(self) -> list[str]:
+        """Module tags, then the type, then labels, without repeats."""
+        seen: dict[str, None] = {}
+        for tag in [*self.modules, *([self.kind] if self.kind else []), *self.labels]:
+            seen.setdefault(tag, None)
+        return list(seen)

