@@ -27,6 +27,8 @@ ENV = {
     "output_tokens": "PRHUB_OUTPUT_TOKENS",
     "max_calls": "PRHUB_MAX_CALLS",
     "timeout": "PRHUB_TIMEOUT",
+    "max_attempts": "PRHUB_MAX_ATTEMPTS",
+    "retry_base_wait": "PRHUB_RETRY_BASE_WAIT",
     "tz": "PRHUB_TZ",
     "jobs": "PRHUB_JOBS",
     "store": "PRHUB_STORE",
@@ -55,6 +57,7 @@ class Settings(BaseModel):
     timeout: float = 120.0
     max_attempts: int = 5
     max_retry_wait: float = 60.0
+    retry_base_wait: float = 1.0
     tz: str = "Asia/Shanghai"
     jobs: int = 4
     store: Path | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Literal
 
@@ -49,6 +50,8 @@ class PullRequest(BaseModel):
     files: list[FileChange] = []
     reviews: list[Review] = []
     referenced_issues: list[int] = []
+    # Secrets already replaced by markers before this PR was kept, per kind.
+    redactions: dict[str, int] = {}
 
     @property
     def version(self) -> str:
@@ -135,9 +138,7 @@ class DigestContent(BaseModel):
     verdict: Verdict = Field(description="阅读建议：精读 / 快速浏览 / 可跳过")
     minutes: int = Field(ge=1, le=120, description="读懂这个 PR 预计需要的分钟数")
     advice: str = Field(description="阅读建议段落：值不值得读、读哪里、为什么")
-    design_decisions: list[str] = Field(
-        description="值得细读的设计决策，每条点名具体文件或标识符"
-    )
+    design_decisions: list[str] = Field(description="值得细读的设计决策，每条点名具体文件或标识符")
     risks: list[str] = Field(description="风险点，每条一句")
     follow_ups: list[str] = Field(description="具体的后续动作")
     importance: float = Field(ge=0, le=10, description="重要性 0–10")
@@ -193,3 +194,147 @@ class PRDigest(BaseModel):
         for tag in [*self.modules, *([self.kind] if self.kind else []), *self.labels]:
             seen.setdefault(tag, None)
         return list(seen)
+
+
+_TITLE = re.compile(r"^\s*((?:\[[^\]]*\]\s*)+)?\s*([A-Za-z]+)?(?:\([^)]*\))?(!)?\s*:\s*")
+# Types in titles, as readers call them.
+KIND_TAGS = {
+    "feat": "feature",
+    "feature": "feature",
+    "fix": "bugfix",
+    "bugfix": "bugfix",
+    "hotfix": "bugfix",
+    "refactor": "refactor",
+    "perf": "perf",
+    "doc": "docs",
+    "docs": "docs",
+    "test": "test",
+    "tests": "test",
+    "ci": "ci",
+    "chore": "chore",
+    "build": "build",
+    "style": "style",
+    "misc": "chore",
+    "revert": "revert",
+}
+
+
+def parse_title(title: str) -> tuple[list[str], str | None, bool]:
+    """Module tags, readable type and breaking flag from `[mod, mod2] type: text` titles."""
+    if title.lstrip().lower().startswith("revert"):
+        return [], "revert", "[breaking]" in title.lower()
+    match = _TITLE.match(title)
+    if not match:
+        return [], None, "[breaking]" in title.lower()
+    modules: list[str] = []
+    breaking = bool(match.group(3))
+    for group in re.findall(r"\[([^\]]*)\]", match.group(1) or ""):
+        for tag in group.split(","):
+            tag = tag.strip().lower()
+            if tag == "breaking":
+                breaking = True
+            elif tag and tag not in modules:
+                modules.append(tag)
+    raw = (match.group(2) or "").lower()
+    return modules, KIND_TAGS.get(raw, raw or None), breaking
+
+
+class HotPath(BaseModel):
+    path: str
+    prs: list[int]
+
+
+class AuthorCount(BaseModel):
+    author: str
+    prs: list[int]
+
+
+class Revert(BaseModel):
+    number: int  # the reverting PR
+    reverted: int | None = None  # the PR it reverts, when the data names it
+    delay_hours: float | None = None  # from the reverted PR's merge to the revert's merge
+
+
+class BreakingChange(BaseModel):
+    number: int
+    reasons: list[str]  # "[BREAKING] in title", "config key removed: a.b (conf/x.yaml)", ...
+
+
+class WeeklyFacts(BaseModel):
+    """Figures of a week computed from data alone; the narrative must agree with them."""
+
+    repo: str
+    year: int
+    week: int | None = None  # None for a --since/--until window
+    start: datetime
+    end: datetime  # exclusive
+    tz: str
+    prs: list[int]  # merged in the window, ascending
+    pr_count: int
+    additions: int = 0
+    deletions: int = 0
+    tags: dict[str, int] = {}  # every tag (module, readable type, label) -> PRs, most first
+    modules: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    hot_files: list[HotPath] = []  # files touched by >= 2 PRs, most first
+    hot_dirs: list[HotPath] = []  # directories touched by >= 2 PRs, most first
+    authors: list[AuthorCount] = []  # most PRs first
+    top_author_share: float = 0.0
+    reverts: list[Revert] = []
+    untested: list[int] = []  # PRs changing code without touching tests
+    breaking: list[BreakingChange] = []
+    first_time: list[AuthorCount] = []  # first-time contributors, where the data says so
+    mean_importance: float | None = None
+    key_prs: list[int] = []  # by importance, most important first
+
+
+class Trend(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    theme: str = Field(description="模块或主题名")
+    prs: list[int] = Field(description="代表 PR 编号，必须是本周的 PR")
+    judgement: str = Field(description="一句趋势判断")
+
+
+class KeyPRNote(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    number: int = Field(description="本周的 PR 编号")
+    topic: str = Field(description="几个字的标题或主题")
+    note: str = Field(description="一句关键观察")
+
+
+class WeeklyNarrative(BaseModel):
+    """What the model writes around the computed facts of a week."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(description="一段话的执行摘要，不重复给出的统计数字以外的数字")
+    highlights: list[str] = Field(description="3–6 条本周亮点，每条引用 PR 编号如 #123")
+    key_changes: list[str] = Field(description="本周重点变化，每条引用 PR 编号")
+    trends: list[Trend] = Field(description="模块与主题趋势")
+    risks: list[str] = Field(description="风险观察，每条引用 PR 编号")
+    key_prs: list[KeyPRNote] = Field(description="重点 PR 的关键观察")
+    follow_ups: list[str] = Field(description="可执行的后续建议")
+
+
+class FailedPR(BaseModel):
+    number: int
+    error: str
+
+
+class WeeklyMeta(BaseModel):
+    prompt: str
+    model: str
+    usage: Usage  # the whole run: digests made now plus the narrative
+    cached_digests: int = 0
+    dropped_citations: int = 0
+    generated_at: datetime
+
+
+class WeeklyReport(BaseModel):
+    facts: WeeklyFacts
+    narrative: WeeklyNarrative | None  # None for an empty week
+    digests: list[PRDigest]  # ascending PR number
+    failed: list[FailedPR] = []
+    meta: WeeklyMeta

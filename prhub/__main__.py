@@ -1,0 +1,3 @@
+from prhub.cli import app
+
+app(prog_name="prhub")

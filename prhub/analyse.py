@@ -1,0 +1,356 @@
+"""Deterministic weekly facts: week windows, counts, tags, hot paths, reverts, test gaps, breaks."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from prhub.errors import ConfigError
+from prhub.model import (
+    KIND_TAGS,
+    AuthorCount,
+    BreakingChange,
+    FileChange,
+    HotPath,
+    PRDigest,
+    PullRequest,
+    Revert,
+    WeeklyFacts,
+    parse_title,
+)
+
+__all__ = ["last_complete_week", "week_window", "weekly_facts"]
+
+HOT_LIMIT = 10
+FIRST_TIMERS = frozenset({"FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER"})
+KINDS = frozenset(KIND_TAGS.values())
+CODE_EXTS = frozenset(
+    ".py .pyx .c .h .cc .cpp .cxx .hpp .cu .cuh .rs .go .js .jsx .ts .tsx .java .kt .scala .rb"
+    " .sh".split()
+)
+CONFIG_EXTS = frozenset({".yaml", ".yml", ".toml", ".json", ".ini", ".cfg"})
+TEST_DIRS = frozenset({"test", "tests", "__tests__"})
+TEST_NAME = re.compile(
+    r"(test_.*\.py|.*_test\.(py|go|cc|cpp|rs)|.*\.(test|spec)\.[jt]sx?|conftest\.py)$"
+)
+
+REVERT_TITLE = re.compile(r"""\s*revert\s*(["'])""", re.I)
+REVERT_COMMIT = re.compile(r"^\s*This reverts commit\b(?:\s+([0-9a-f]{7,40})\b)?", re.I | re.M)
+REVERTS_PR = re.compile(r"\breverts?\s+([\w.-]+/[\w.-]+)?#(\d+)\b", re.I)
+
+HUNK = re.compile(r"^@@[^\n]*(?:\n|$)", re.M)
+# YAML / JSON keys; for YAML list items ("- name: x") the key's column is its indentation.
+COLON_KEY = re.compile(
+    r"""^(\s*(?:-\s+)?)(?:"([^"]+)"\s*:|'([^']+)'\s*:|([A-Za-z_][\w.-]*)\s*:(?:\s|$))"""
+)
+# TOML / INI / CFG keys, and their [section] headers.
+# "=" but not "==", so requirement lines such as "torch==2.1" in setup.cfg are not keys.
+EQUALS_KEY = re.compile(r"""^(\s*)(?:"([^"]+)"|'([^']+)'|([A-Za-z_][\w.-]*))\s*[=:](?!=)""")
+SECTION = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*$")
+FLAG = re.compile(r"""["'](--[A-Za-z0-9][\w-]*)""")
+FLAG_DEFINER = re.compile(r"add_argument\(|add_option\(|\b[Oo]ption\(")
+
+
+def _zone(tz: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"unknown timezone {tz!r}: use an IANA name such as Asia/Shanghai or UTC"
+        ) from None
+
+
+def week_window(year: int, week: int, tz: str) -> tuple[datetime, datetime]:
+    """Monday 00:00 of ISO week `week` of `year` and the next Monday 00:00, both in `tz`."""
+    zone = _zone(tz)
+    if not 1 <= year <= 9998:
+        raise ConfigError(f"year {year} is out of range: give a year from 1 to 9998")
+    # 28 December always falls in the last ISO week of its year.
+    weeks = date(year, 12, 28).isocalendar().week
+    if not 1 <= week <= weeks:
+        raise ConfigError(f"week {week} does not exist in {year}: its ISO weeks run 1 to {weeks}")
+    monday = date.fromisocalendar(year, week, 1)
+    # Built from dates, not start + 7 days, so a DST change in the week keeps both ends at 00:00.
+    start = datetime.combine(monday, time(), tzinfo=zone)
+    end = datetime.combine(monday + timedelta(days=7), time(), tzinfo=zone)
+    return start, end
+
+
+def last_complete_week(now: datetime, tz: str) -> tuple[int, int]:
+    """(ISO year, week) of the last week in `tz` that ended at or before `now`."""
+    if now.tzinfo is None:
+        raise ValueError("now must be a timezone-aware datetime")
+    today = now.astimezone(_zone(tz)).date()
+    iso = (today - timedelta(days=today.weekday() + 7)).isocalendar()
+    return iso.year, iso.week
+
+
+def weekly_facts(
+    prs: list[PullRequest],
+    digests: dict[int, PRDigest],
+    *,
+    repo: str,
+    start: datetime,
+    end: datetime,
+    tz: str,
+    year: int,
+    week: int | None,
+    key_count: int = 8,
+) -> WeeklyFacts:
+    """Figures of the given PRs, which the caller picked for the window; same input, same facts."""
+    prs = sorted(prs, key=lambda pr: pr.number)
+    by_number = {pr.number: pr for pr in prs}
+    tags: Counter[str] = Counter()
+    modules: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    files: defaultdict[str, set[int]] = defaultdict(set)
+    dirs: defaultdict[str, set[int]] = defaultdict(set)
+    authors: defaultdict[str, list[int]] = defaultdict(list)
+    for pr in prs:
+        mods, kind, _ = parse_title(pr.title)
+        # An unknown word before the colon ("vLLM: bump") is not a type.
+        kind = kind if kind in KINDS else None
+        modules.update(set(mods))
+        kinds.update([kind] if kind else [])
+        labels = {label.strip().lower() for label in pr.labels if label.strip()}
+        tags.update(set(mods) | labels | ({kind} if kind else set()))
+        for change in pr.files:
+            files[change.path].add(pr.number)
+            parent = posixpath.dirname(change.path)
+            if parent:  # files at the root have no directory worth naming
+                dirs[parent].add(pr.number)
+        authors[pr.author].append(pr.number)
+
+    author_counts = _ranked(authors)
+    first_timers = {pr.author for pr in prs if pr.author_association in FIRST_TIMERS}
+    scored = [
+        (digests[pr.number].content.importance, pr.number) for pr in prs if pr.number in digests
+    ]
+    return WeeklyFacts(
+        repo=repo,
+        year=year,
+        week=week,
+        start=start,
+        end=end,
+        tz=tz,
+        prs=[pr.number for pr in prs],
+        pr_count=len(prs),
+        additions=sum(pr.additions for pr in prs),
+        deletions=sum(pr.deletions for pr in prs),
+        tags=_by_count(tags),
+        modules=_by_count(modules),
+        kinds=_by_count(kinds),
+        hot_files=_hot(files),
+        hot_dirs=_hot(dirs),
+        authors=author_counts,
+        top_author_share=len(author_counts[0].prs) / len(prs) if prs else 0.0,
+        reverts=[r for pr in prs if (r := _revert(pr, by_number, repo)) is not None],
+        untested=[pr.number for pr in prs if _untested(pr)],
+        breaking=[
+            BreakingChange(number=pr.number, reasons=reasons)
+            for pr in prs
+            if (reasons := _breaking_reasons(pr))
+        ],
+        first_time=[a for a in author_counts if a.author in first_timers],
+        mean_importance=round(sum(s for s, _ in scored) / len(scored), 2) if scored else None,
+        key_prs=[n for _, n in sorted(scored, key=lambda s: (-s[0], s[1]))[:key_count]],
+    )
+
+
+def _by_count(counts: Counter[str]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _hot(paths: dict[str, set[int]]) -> list[HotPath]:
+    hot = sorted((p for p in paths.items() if len(p[1]) >= 2), key=lambda p: (-len(p[1]), p[0]))
+    return [HotPath(path=path, prs=sorted(numbers)) for path, numbers in hot[:HOT_LIMIT]]
+
+
+def _ranked(authors: dict[str, list[int]]) -> list[AuthorCount]:
+    ranked = sorted(authors.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [AuthorCount(author=author, prs=sorted(numbers)) for author, numbers in ranked]
+
+
+def _is_test(path: str) -> bool:
+    """True for files under a test directory and for test-named files."""
+    *folders, name = path.split("/")
+    return bool(TEST_DIRS.intersection(folders)) or bool(TEST_NAME.match(name))
+
+
+def _is_code(path: str) -> bool:
+    """True for source files by extension."""
+    return posixpath.splitext(path)[1].lower() in CODE_EXTS
+
+
+def _untested(pr: PullRequest) -> bool:
+    if any(_is_test(f.path) for f in pr.files):
+        return False
+    # A deleted source file leaves nothing to test.
+    return any(f.status != "removed" and _is_code(f.path) for f in pr.files)
+
+
+def _revert(pr: PullRequest, by_number: dict[int, PullRequest], repo: str) -> Revert | None:
+    title = REVERT_TITLE.match(pr.title)
+    commits = REVERT_COMMIT.findall(pr.body)
+    if not title and not commits:
+        return None
+    reverted = None
+    if title:
+        quote = title.group(1)
+        quoted = pr.title[title.end() :]
+        # GitHub may cut a long title, losing the closing quote; then read to the end.
+        quoted = quoted[: quoted.rfind(quote)] if quote in quoted else quoted
+        numbers = re.findall(r"\(#(\d+)\)", quoted)
+        reverted = int(numbers[-1]) if numbers else None  # squash titles end with (#N)
+    if reverted is None:
+        for named_repo, number in REVERTS_PR.findall(pr.body):
+            if not named_repo or named_repo.lower() == repo.lower():
+                reverted = int(number)
+                break
+    if reverted is None:
+        for sha in filter(None, commits):
+            owners = [
+                n
+                for n, p in by_number.items()
+                if (p.merge_commit_sha or "").lower().startswith(sha.lower())
+            ]
+            if len(owners) == 1:
+                reverted = owners[0]
+                break
+    if reverted == pr.number:
+        reverted = None
+    delay = None
+    target = by_number.get(reverted) if reverted is not None else None
+    if target and target.merged_at and pr.merged_at:
+        # Timestamps, not datetime subtraction, which is wall-clock time within one zone.
+        delay = round((pr.merged_at.timestamp() - target.merged_at.timestamp()) / 3600, 1)
+    return Revert(number=pr.number, reverted=reverted, delay_hours=delay)
+
+
+def _breaking_reasons(pr: PullRequest) -> list[str]:
+    """Why a PR may break users: title markers, removed or renamed config keys, removed flags."""
+    reasons = []
+    if "[breaking]" in pr.title.lower():
+        reasons.append("[BREAKING] in title")
+    elif parse_title(pr.title)[2]:
+        reasons.append("breaking marker in title")
+    added = [text for f in pr.files for sign, text in _lines(f.patch) if sign == "+"]
+    for change in pr.files:
+        reasons += _config_reasons(change) + _flag_reasons(change, added)
+    return list(dict.fromkeys(reasons))
+
+
+def _hunks(patch: str | None) -> list[list[tuple[str, str]]]:
+    """The (sign, text) lines of each hunk of a unified diff, comment and blank lines left out."""
+    hunks = []
+    for hunk in HUNK.split(patch or "")[1:]:
+        lines = []
+        for line in hunk.splitlines():
+            sign, text = line[:1], line[1:]
+            # Comments explain; they are not an interface.
+            if (
+                sign in ("-", "+", " ")
+                and text.strip()
+                and not text.lstrip().startswith(("#", ";", "//"))
+            ):
+                lines.append((sign, text))
+        hunks.append(lines)
+    return hunks
+
+
+def _lines(patch: str | None) -> Iterable[tuple[str, str]]:
+    return (line for hunk in _hunks(patch) for line in hunk)
+
+
+def _tooling(path: str) -> bool:
+    # CI workflows, dotfiles, lock files and test fixtures are not configuration users write.
+    parts = path.split("/")
+    return (
+        any(part.startswith(".") for part in parts)
+        or parts[-1].endswith("lock.json")
+        or _is_test(path)
+    )
+
+
+def _config_keys(change: FileChange) -> list[list[tuple[str, int, str, str]]]:
+    """Per hunk, (sign, column, key, dotted key) of each removed or added key line."""
+    ext = posixpath.splitext(change.path)[1].lower()
+    pattern = COLON_KEY if ext in {".yaml", ".yml", ".json"} else EQUALS_KEY
+    result = []
+    for hunk in _hunks(change.patch):
+        # Parents seen so far on each side of the diff, as (column, key); a section is column -1.
+        stacks: dict[str, list[tuple[int, str]]] = {"-": [], "+": []}
+        keys = []
+        for sign, text in hunk:
+            sides = "-+" if sign == " " else sign
+            if pattern is EQUALS_KEY and (section := SECTION.match(text)):
+                for side in sides:
+                    stacks[side] = [(-1, section.group(1))]
+                continue
+            match = pattern.match(text)
+            if not match:
+                continue
+            column = len(match.group(1))
+            key = next(group for group in match.groups()[1:] if group)
+            dotted = key
+            for side in sides:
+                stack = stacks[side]
+                while stack and stack[-1][0] >= column:
+                    stack.pop()
+                # Name the full path only when the hunk shows it up to the top level.
+                if stack and stack[0][0] <= 0:
+                    dotted = ".".join([k for _, k in stack] + [key])
+                stack.append((column, key))
+            if sign != " ":
+                keys.append((sign, column, key, dotted))
+        result.append(keys)
+    return result
+
+
+def _config_reasons(change: FileChange) -> list[str]:
+    ext = posixpath.splitext(change.path)[1].lower()
+    if ext not in CONFIG_EXTS or change.status in ("added", "removed") or _tooling(change.path):
+        return []
+    hunks = _config_keys(change)
+    removed = {key for hunk in hunks for sign, _, key, _ in hunk if sign == "-"}
+    added = {key for hunk in hunks for sign, _, key, _ in hunk if sign == "+"}
+    reasons = []
+    for hunk in hunks:
+        # Keys new to the file, in order, are the candidates for the new name of a removed key.
+        new = [
+            (column, dotted)
+            for sign, column, key, dotted in hunk
+            if sign == "+" and key not in removed
+        ]
+        for sign, column, key, dotted in hunk:
+            if sign != "-" or key in added:
+                continue  # a key still present (changed value or moved) is no break
+            partner = next((n for n in new if n[0] == column), None)
+            if partner:
+                new.remove(partner)
+                reasons.append(f"config key renamed: {dotted} -> {partner[1]} ({change.path})")
+            else:
+                reasons.append(f"config key removed: {dotted} ({change.path})")
+    return reasons
+
+
+def _flag_reasons(change: FileChange, added: list[str]) -> list[str]:
+    if not _is_code(change.path) or _is_test(change.path):
+        return []
+    reasons = []
+    for hunk in _hunks(change.patch):
+        old = [(sign, text) for sign, text in hunk if sign != "+"]
+        for index, (sign, text) in enumerate(old):
+            # Option calls often span lines: look for the call up to three lines above.
+            window = old[max(0, index - 3) : index + 1]
+            if sign != "-" or not any(FLAG_DEFINER.search(line) for _, line in window):
+                continue
+            for flag in FLAG.findall(text):
+                still = re.compile(re.escape(flag) + r"(?![\w-])")
+                if not any(still.search(line) for line in added):
+                    reasons.append(f"CLI flag removed: {flag} ({change.path})")
+    return reasons

@@ -1,0 +1,269 @@
+"""Typer commands: parse, call one pipeline function, print, map errors to exit codes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from enum import Enum, StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from prhub.config import Settings, load_settings
+from prhub.errors import OutputError, PartialFailure, PrhubError
+
+app = typer.Typer(
+    help="Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _main() -> None:
+    """Chinese digests of merged GitHub pull requests: one per PR, one per ISO week."""
+
+
+class Format(StrEnum):
+    markdown = "markdown"
+    json = "json"
+
+
+class ResponseMode(StrEnum):
+    json_schema = "json_schema"
+    json_object = "json_object"
+
+
+Repo = Annotated[
+    str | None, typer.Option("--repo", help="owner/name (env PRHUB_REPO)", show_default=False)
+]
+GitHubURL = Annotated[
+    str | None,
+    typer.Option(
+        "--github-url", help="GitHub API base URL (env GITHUB_API_URL)", show_default=False
+    ),
+]
+Model = Annotated[str | None, typer.Option("--model", help="model name (env PRHUB_MODEL)")]
+Mode = Annotated[
+    ResponseMode | None,
+    typer.Option("--response-mode", help="structured output the endpoint supports"),
+]
+Budget = Annotated[
+    int | None, typer.Option("--input-budget", help="prompt tokens per call (24000)")
+]
+MaxCalls = Annotated[
+    int | None, typer.Option("--max-calls", help="map calls for a PR too big for one call")
+]
+Out = Annotated[Path | None, typer.Option("--out", help="write to this file instead of stdout")]
+Fmt = Annotated[Format, typer.Option("--format", help="output format")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="log each request and retry")]
+
+
+Week = Annotated[int | None, typer.Option("--week", help="ISO week [default: last complete]")]
+Year = Annotated[int | None, typer.Option("--year", help="ISO year [default: this year]")]
+Since = Annotated[str | None, typer.Option("--since", help="start date (instead of --week)")]
+Until = Annotated[str | None, typer.Option("--until", help="last date, inclusive")]
+TZ = Annotated[str | None, typer.Option("--tz", help="timezone of the week (Asia/Shanghai)")]
+Jobs = Annotated[int | None, typer.Option("--jobs", help="PRs summarised at once (4)")]
+Refresh = Annotated[bool, typer.Option("--refresh", help="refetch and resummarise everything")]
+StorePath = Annotated[Path | None, typer.Option("--store", help="SQLite store (PRHUB_STORE)")]
+
+
+def _settings(**flags: Any) -> Settings:
+    for key, value in flags.items():
+        if isinstance(value, Enum):
+            flags[key] = value.value
+    return load_settings(flags)
+
+
+def _write(text: str, out: Path | None) -> None:
+    """Prints, or writes the file atomically so no reader ever sees half of it."""
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def _fail(exc: PrhubError) -> None:
+    typer.echo(f"prhub: error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="prhub: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@app.command()
+def summarize(
+    pr: Annotated[int, typer.Option("--pr", help="number of the merged PR", show_default=False)],
+    repo: Repo = None,
+    github_url: GitHubURL = None,
+    model: Model = None,
+    response_mode: Mode = None,
+    input_budget: Budget = None,
+    max_calls: MaxCalls = None,
+    allow_unmerged: Annotated[
+        bool, typer.Option("--allow-unmerged", help="digest a PR that is not merged")
+    ] = False,
+    store: StorePath = None,
+    refresh: Refresh = False,
+    fmt: Fmt = Format.markdown,
+    out: Out = None,
+    verbose: Verbose = False,
+) -> None:
+    """Digest one merged PR in Chinese: title, reading verdict, advice, risks."""
+    _logging(verbose)
+    try:
+        settings = _settings(
+            repo=repo,
+            github_url=github_url,
+            model=model,
+            response_mode=response_mode,
+            input_budget=input_budget,
+            max_calls=max_calls,
+            allow_unmerged=allow_unmerged or None,
+            store=store,
+            refresh=refresh or None,
+        )
+        from prhub import pipeline, render  # heavy SDKs load only when a command runs
+
+        digest = pipeline.summarize_pr(pr, settings)
+        text = (
+            render.digest_json(digest)
+            if fmt is Format.json
+            else render.digest_markdown(digest, settings.tz)
+        )
+        _write(text, out)
+    except PrhubError as exc:
+        _fail(exc)
+
+
+@app.command()
+def weekly(
+    week: Week = None,
+    year: Year = None,
+    since: Since = None,
+    until: Until = None,
+    repo: Repo = None,
+    tz: TZ = None,
+    jobs: Jobs = None,
+    github_url: GitHubURL = None,
+    model: Model = None,
+    response_mode: Mode = None,
+    input_budget: Budget = None,
+    store: StorePath = None,
+    refresh: Refresh = False,
+    fmt: Fmt = Format.markdown,
+    out: Annotated[
+        str | None,
+        typer.Option("--out", help="file, or - for stdout [reports/OWNER/REPO/YEAR-WNN.md]"),
+    ] = None,
+    verbose: Verbose = False,
+) -> None:
+    """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs."""
+    _logging(verbose)
+    try:
+        settings = _settings(
+            repo=repo,
+            tz=tz,
+            jobs=jobs,
+            github_url=github_url,
+            model=model,
+            response_mode=response_mode,
+            input_budget=input_budget,
+            store=store,
+            refresh=refresh or None,
+        )
+        from prhub import pipeline, render
+
+        report = pipeline.weekly(
+            settings, year=year, week=week, since=since, until=until, progress=_progress()
+        )
+        text = render.weekly_json(report) if fmt is Format.json else render.weekly_markdown(report)
+        target = None if out == "-" else Path(out) if out else _report_path(report, fmt)
+        _write(text, target)
+        if target is not None:
+            typer.echo(f"prhub: wrote {target}", err=True)
+        if report.failed:
+            numbers = " ".join(f"#{f.number}" for f in report.failed)
+            raise PartialFailure(
+                f"{len(report.failed)} PR(s) failed ({numbers}); the report lists them, "
+                "rerun to retry only those"
+            )
+    except PrhubError as exc:
+        _fail(exc)
+
+
+@app.command()
+def labels(
+    week: Week = None,
+    year: Year = None,
+    since: Since = None,
+    until: Until = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="only this tag")] = None,
+    repo: Repo = None,
+    tz: TZ = None,
+    jobs: Jobs = None,
+    github_url: GitHubURL = None,
+    model: Model = None,
+    store: StorePath = None,
+    out: Out = None,
+    verbose: Verbose = False,
+) -> None:
+    """Show the week's digests grouped by tag (module, type, label)."""
+    _logging(verbose)
+    try:
+        settings = _settings(
+            repo=repo, tz=tz, jobs=jobs, github_url=github_url, model=model, store=store
+        )
+        from prhub import pipeline, render
+
+        report = pipeline.weekly(
+            settings,
+            year=year,
+            week=week,
+            since=since,
+            until=until,
+            narrate=False,
+            progress=_progress(),
+        )
+        _write(render.labels_markdown(report, tag), out)
+    except PrhubError as exc:
+        _fail(exc)
+
+
+def _report_path(report: Any, fmt: Format) -> Path:
+    facts = report.facts
+    suffix = {"markdown": "md", "json": "json"}[fmt.value]
+    if facts.week is not None:
+        name = f"{facts.year}-W{facts.week:02d}"
+    else:
+        name = f"{facts.start:%Y-%m-%d}_{facts.end:%Y-%m-%d}"
+    return Path("reports") / facts.repo / f"{name}.{suffix}"
+
+
+def _progress() -> Any:
+    """Plain progress lines on stderr."""
+    last = {"done": -1}
+
+    def show(stage: str, done: int, total: int) -> None:
+        if total and done != last["done"] and (done == total or done % 5 == 0):
+            last["done"] = done
+            typer.echo(f"prhub: {stage} {done}/{total}", err=True)
+
+    return show

@@ -1,0 +1,270 @@
+"""The LLM stage: versioned prompts, one OpenAI-compatible client, validated structured output."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jinja2
+import openai
+from pydantic import BaseModel, ValidationError
+
+from prhub import retry
+from prhub.config import Settings
+from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable
+from prhub.model import Usage
+from prhub.prepare.tokens import count
+
+M = TypeVar("M", bound=BaseModel)
+
+_FENCES = re.compile(r"<(/?)(pr_title|pr_body|diff|notes|file_index|digests|facts)>", re.IGNORECASE)
+
+
+def untrusted(text: str) -> str:
+    """PR text with our fence tags defused, so it cannot close the fence it sits in."""
+    return _FENCES.sub(r"<\1\2​>", text or "")
+
+
+def default_prompt_dir() -> Path:
+    """Prompts shipped in the wheel, else the source tree's prompts/ folder."""
+    packaged = Path(__file__).parent / "prompts"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[1] / "prompts"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One version of one task's system and user templates."""
+
+    task: str
+    version: str
+    system: jinja2.Template
+    user: jinja2.Template
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}@{self.version}"
+
+    def messages(self, **variables: Any) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.system.render(**variables).strip()},
+            {"role": "user", "content": self.user.render(**variables).strip()},
+        ]
+
+
+def versions(task: str, prompt_dir: Path | None = None) -> list[str]:
+    """The versions of `task` found in the prompt folder, oldest first."""
+    folder = (prompt_dir or default_prompt_dir()) / task
+    found = {p.name.split(".")[0] for p in folder.glob("v*.system.j2")}
+    return sorted(found, key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
+
+
+def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None = None) -> Prompt:
+    """The given version of a task's prompt, or its latest."""
+    folder = (prompt_dir or default_prompt_dir()) / task
+    known = versions(task, prompt_dir)
+    version = version or (known[-1] if known else None)
+    if version not in known:
+        raise ConfigError(f"no prompt {task}@{version} in {folder}")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["untrusted"] = untrusted
+    return Prompt(
+        task,
+        version,
+        env.get_template(f"{version}.system.j2"),
+        env.get_template(f"{version}.user.j2"),
+    )
+
+
+def message_tokens(messages: list[dict[str, str]], encoding: str) -> int:
+    """Prompt tokens of a chat request, as the budget counts them."""
+    return count("\n".join(m["content"] for m in messages), encoding)
+
+
+class ContextTooLong(LLMRequestError):
+    """The endpoint said the prompt exceeds the model's context."""
+
+
+class LLM:
+    """Asks an OpenAI-compatible endpoint for replies that validate against a pydantic model."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: openai.OpenAI | None = None,
+        counter: retry.RetryCounter | None = None,
+    ) -> None:
+        if client is None:
+            if not settings.openai_api_key:
+                raise ConfigError(
+                    "OPENAI_API_KEY is not set: export it (any value for a local server)"
+                )
+            client = openai.OpenAI(
+                api_key=settings.openai_api_key.get_secret_value(),
+                base_url=settings.openai_base_url,
+                max_retries=0,  # one policy owns retries: prhub.retry
+                timeout=settings.timeout,
+            )
+        self.settings = settings
+        self.client = client
+        self.counter = counter
+
+    def close(self) -> None:
+        self.client.close()
+
+    def schema_text(self, schema: type[BaseModel]) -> str | None:
+        """The JSON Schema to spell out in the prompt, for endpoints without json_schema mode."""
+        if self.settings.response_mode == "json_schema":
+            return None
+        return json.dumps(schema.model_json_schema(), ensure_ascii=False, indent=1)
+
+    def complete(self, messages: list[dict[str, str]], schema: type[M]) -> tuple[M, Usage]:
+        """A reply validated as `schema`; one corrective retry when it does not validate."""
+        tokens = message_tokens(messages, self.settings.encoding)
+        if tokens > self.settings.input_budget:
+            raise ContextTooLong(
+                f"prompt of {tokens} tokens exceeds the input budget {self.settings.input_budget}"
+            )
+        usage = Usage()
+        reply, call_usage = self._ask(messages, schema)
+        usage += call_usage
+        try:
+            return _parse(reply, schema), usage
+        except ValueError as problem:
+            retry_messages = [
+                *messages,
+                {"role": "assistant", "content": reply},
+                {
+                    "role": "user",
+                    "content": "上一条回复没有通过校验：\n"
+                    f"{problem}\n"
+                    "请修正后重新输出完整的 JSON 对象，只输出 JSON，不要其他文字。",
+                },
+            ]
+            reply, call_usage = self._ask(retry_messages, schema)
+            usage += call_usage
+            try:
+                return _parse(reply, schema), usage
+            except ValueError as again:
+                first = str(again).splitlines()[0]
+                raise LLMInvalidReply(
+                    f"the model's reply failed validation twice ({first}); try another model "
+                    "or --response-mode json_object"
+                ) from None
+
+    def _ask(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Usage]:
+        if self.settings.response_mode == "json_schema":
+            response_format: Any = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": schema.__name__,
+                    "schema": schema.model_json_schema(),
+                    "strict": True,
+                },
+            }
+        else:
+            response_format = {"type": "json_object"}
+
+        def send() -> Any:
+            return self.client.chat.completions.create(
+                model=self.settings.model,
+                messages=messages,  # type: ignore[arg-type]
+                response_format=response_format,
+                max_tokens=self.settings.output_tokens,
+                temperature=0.2,
+            )
+
+        try:
+            response = retry.call(
+                send, self.settings, _retry_hint, what="LLM call", counter=self.counter
+            )
+        except openai.APIStatusError as exc:
+            raise self._translate(exc) from None
+        except openai.APIConnectionError as exc:
+            kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "is unreachable"
+            raise LLMUnavailable(
+                f"the LLM endpoint {self._where()} {kind}: check OPENAI_BASE_URL and rerun"
+            ) from None
+        choice = response.choices[0]
+        content = choice.message.content or ""
+        if choice.finish_reason == "length":
+            content += "\n[reply cut off at the output limit]"
+        usage = response.usage
+        return content, Usage(
+            calls=1,
+            tokens_in=usage.prompt_tokens if usage else message_tokens(messages, "o200k_base"),
+            tokens_out=usage.completion_tokens if usage else count(content),
+        )
+
+    def _where(self) -> str:
+        return str(self.settings.openai_base_url or "https://api.openai.com/v1")
+
+    def _translate(self, exc: openai.APIStatusError) -> Exception:
+        detail = _error_message(exc)
+        if exc.status_code in (401, 403):
+            return LLMRequestError(
+                f"the LLM endpoint rejected the API key ({exc.status_code}): check OPENAI_API_KEY"
+            )
+        if exc.status_code == 404:
+            return LLMRequestError(
+                f"model {self.settings.model!r} not found at {self._where()} ({detail}): "
+                "check --model / PRHUB_MODEL"
+            )
+        if exc.status_code == 429 or exc.status_code >= 500:
+            return LLMUnavailable(
+                f"the LLM endpoint kept failing ({exc.status_code}: {detail}); rerun later"
+            )
+        if "context" in detail.lower() and "length" in detail.lower():
+            return ContextTooLong(f"the prompt is too long for the model: {detail}")
+        if "response_format" in detail or "json_schema" in detail:
+            return LLMRequestError(
+                f"the endpoint refused structured output ({detail}): "
+                "try --response-mode json_object"
+            )
+        return LLMRequestError(
+            f"the LLM endpoint refused the request ({exc.status_code}: {detail})"
+        )
+
+
+def _parse(reply: str, schema: type[M]) -> M:
+    text = reply.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
+    if fenced:  # some servers wrap JSON in a fence even in JSON mode
+        text = fenced.group(1)
+    try:
+        return schema.model_validate_json(text)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()[:10]
+        ]
+        raise ValueError("\n".join(problems)) from None
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body) if isinstance(body, dict) else {}
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message or exc.message)[:300]
+
+
+def _retry_hint(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying an LLM failure, or None when retrying cannot help."""
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        return 0.0
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408:
+            headers = exc.response.headers
+            if headers.get("retry-after-ms"):
+                return float(headers["retry-after-ms"]) / 1000
+            if (headers.get("retry-after") or "").replace(".", "", 1).isdigit():
+                return float(headers["retry-after"])
+            return 0.0
+    return None

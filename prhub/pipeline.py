@@ -1,0 +1,561 @@
+"""The only module that wires stages together: summarize one PR, or a week."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack, closing
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from prhub import analyse
+from prhub.config import Settings
+from prhub.errors import (
+    ConfigError,
+    GitHubAuthError,
+    LLMRequestError,
+    PrhubError,
+    PRNotMerged,
+)
+from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt
+from prhub.model import (
+    ChunkNotes,
+    Coverage,
+    DigestContent,
+    DigestMeta,
+    FailedPR,
+    PRDigest,
+    PreparedPR,
+    PullRequest,
+    Usage,
+    WeeklyFacts,
+    WeeklyMeta,
+    WeeklyNarrative,
+    WeeklyReport,
+    parse_title,
+)
+from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare, redact
+from prhub.prepare.tokens import count, truncate
+from prhub.source import GitHubSource
+from prhub.store import Store
+
+NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
+MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
+
+
+def summarize_pr(
+    number: int,
+    settings: Settings,
+    *,
+    source: GitHubSource | None = None,
+    llm: LLM | None = None,
+    store: Store | None = None,
+) -> PRDigest:
+    """Fetches one PR and returns its digest, reusing one made before from the same inputs."""
+    repo = settings.require_repo()
+    llm = llm or LLM(settings)  # a missing key fails before any GitHub request
+    source = source or GitHubSource(settings)
+    store = store or Store(settings.store)
+    pr = load_pr(repo, number, settings, source, store)
+    if not pr.merged and not settings.allow_unmerged:
+        raise PRNotMerged(
+            f"{repo}#{number} is not merged: pass --allow-unmerged to digest it anyway"
+        )
+    return cached_digest(pr, settings, llm, store)[0]
+
+
+def load_pr(
+    repo: str,
+    number: int,
+    settings: Settings,
+    source: GitHubSource,
+    store: Store,
+    updated_at: str | None = None,
+) -> PullRequest:
+    """A PR from the store when GitHub says it has not changed, else fetched, scrubbed and kept."""
+    kept = None if settings.refresh else store.pull(repo, number)
+    if kept and updated_at and _same_time(kept[1], updated_at):
+        return kept[0]  # the search hit already told us nothing changed: no request
+    payload = source.pull_payload(repo, number)
+    if (
+        kept
+        and _same_time(kept[1], payload.get("updated_at"))
+        and kept[0].version == _version(payload)
+    ):
+        return kept[0]
+    pr = scrub(source.pull(repo, number, payload))
+    store.save_pull(pr, payload.get("updated_at") or "")
+    return pr
+
+
+def cached_digest(
+    pr: PullRequest, settings: Settings, llm: LLM, store: Store
+) -> tuple[PRDigest, bool]:
+    """The stored digest for exactly these inputs (and True), else a new one, stored."""
+    key = digest_key(pr, settings, [load_prompt("digest"), load_prompt("digest_notes")])
+    if not settings.refresh and (found := store.digest(key)):
+        return found, True
+    digest = digest_pr(pr, settings, llm)
+    store.save_digest(digest)
+    return digest, False
+
+
+def scrub(pr: PullRequest) -> PullRequest:
+    """The PR with secret-shaped text replaced by markers, before it is kept or shown."""
+    counts: Counter[str] = Counter()
+
+    def clean(text: str) -> str:
+        cleaned, found = redact(text)
+        counts.update(found)
+        return cleaned
+
+    files = [
+        f.model_copy(
+            update={
+                "path": clean(f.path),
+                "previous_path": clean(f.previous_path) if f.previous_path else None,
+                "patch": clean(f.patch) if f.patch is not None else None,
+            }
+        )
+        for f in pr.files
+    ]
+    update = {"title": clean(pr.title), "body": clean(pr.body), "files": files}
+    return pr.model_copy(update={**update, "redactions": dict(counts + Counter(pr.redactions))})
+
+
+def _same_time(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    return datetime.fromisoformat(a.replace("Z", "+00:00")) == datetime.fromisoformat(
+        b.replace("Z", "+00:00")
+    )
+
+
+def _version(payload: dict[str, Any]) -> str:
+    head = (payload.get("head") or {}).get("sha", "")
+    return (payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head
+
+
+def digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
+    """Prepares a PR within the token budget and asks the model for its digest."""
+    prompt, notes_prompt = load_prompt("digest"), load_prompt("digest_notes")
+    schema, notes_schema = llm.schema_text(DigestContent), llm.schema_text(ChunkNotes)
+    fixed = max(
+        _tokens(prompt, settings, _stub(pr), diff="", notes=[], index="", schema=schema),
+        _tokens(notes_prompt, settings, _stub(pr), diff="", part=9, parts=9, schema=notes_schema),
+    )
+    chunk_budget = settings.input_budget - fixed - TITLE_BUDGET - BODY_BUDGET - MARGIN
+    index_budget = chunk_budget - settings.max_calls * NOTE_BUDGET
+    if index_budget < 500:
+        raise ConfigError(
+            f"input budget {settings.input_budget} is too small for a digest prompt: "
+            f"raise --input-budget to at least {settings.input_budget - index_budget + 500}"
+        )
+    prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
+
+    if len(prepared.chunks) == 1:
+        messages = prompt.messages(
+            **_context(prepared), diff=prepared.chunks[0], notes=[], index="", schema=schema
+        )
+        content, usage = llm.complete(messages, DigestContent)
+    else:
+        parts = len(prepared.chunks)
+
+        def read_part(part: int) -> tuple[ChunkNotes, Usage]:
+            messages = notes_prompt.messages(
+                **_context(prepared),
+                diff=prepared.chunks[part],
+                part=part + 1,
+                parts=parts,
+                schema=notes_schema,
+            )
+            return llm.complete(messages, ChunkNotes)
+
+        with ThreadPoolExecutor(max_workers=parts) as pool:
+            results = list(pool.map(read_part, range(parts)))
+        notes = [_trim_notes(note, settings) for note, _ in results]
+        messages = prompt.messages(
+            **_context(prepared), diff="", notes=notes, index=prepared.index, schema=schema
+        )
+        content, usage = llm.complete(messages, DigestContent)
+        for _, part_usage in results:
+            usage += part_usage
+
+    content, dropped = _ground(content, pr)
+    modules, kind, breaking = parse_title(pr.title)
+    return PRDigest(
+        repo=pr.repo,
+        number=pr.number,
+        url=pr.url,
+        original_title=prepared.title,
+        author=pr.author,
+        merged_at=pr.merged_at,
+        labels=pr.labels,
+        modules=modules,
+        kind=kind,
+        breaking=breaking,
+        additions=pr.additions,
+        deletions=pr.deletions,
+        changed_files=pr.changed_files or len(pr.files),
+        content=content,
+        meta=DigestMeta(
+            prompt=prompt.id if len(prepared.chunks) == 1 else f"{prompt.id}+{notes_prompt.id}",
+            model=settings.model,
+            usage=usage,
+            coverage=prepared.coverage,
+            redactions=dict(Counter(pr.redactions) + Counter(prepared.redactions)),
+            dropped_citations=dropped,
+            cache_key=digest_key(pr, settings, [prompt, notes_prompt]),
+            created_at=datetime.now(UTC),
+        ),
+    )
+
+
+def digest_key(pr: PullRequest, settings: Settings, prompts: list[Prompt]) -> str:
+    """Names every input that changes a digest: PR content, prompts, model, prepare settings."""
+    parts = [
+        pr.repo,
+        str(pr.number),
+        pr.version,
+        *(p.id for p in prompts),
+        settings.model,
+        settings.response_mode,
+        settings.prepare_key(),
+    ]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+
+def _stub(pr: PullRequest) -> PreparedPR:
+    """The PR's prompt metadata without its title, body and diff, to measure the fixed cost."""
+    return PreparedPR(
+        repo=pr.repo,
+        number=pr.number,
+        title="",
+        body="",
+        author=pr.author,
+        labels=pr.labels,
+        base_ref=pr.base_ref,
+        head_ref=pr.head_ref,
+        additions=pr.additions,
+        deletions=pr.deletions,
+        reviews=pr.reviews,
+        referenced_issues=pr.referenced_issues,
+        files=[],
+        chunks=[""],
+        index="",
+        coverage=Coverage(full=[f.path for f in pr.files]),
+    )
+
+
+def _context(prepared: PreparedPR) -> dict[str, Any]:
+    states = Counter(review.state for review in prepared.reviews)
+    return {"pr": prepared, "review_states": sorted(states.items())}
+
+
+def _tokens(prompt: Prompt, settings: Settings, stub: PreparedPR, **variables: Any) -> int:
+    messages = prompt.messages(**_context(stub), **variables)
+    return count("\n".join(m["content"] for m in messages), settings.encoding)
+
+
+def _trim_notes(note: ChunkNotes, settings: Settings) -> ChunkNotes:
+    """Notes cut to their share of the final prompt (NOTE_BUDGET tokens with the labels)."""
+    enc = settings.encoding
+    return ChunkNotes(
+        summary=truncate(note.summary, 250, enc),
+        key_files=[truncate(f, 30, enc) for f in note.key_files[:5]],
+        identifiers=[truncate(i, 10, enc) for i in note.identifiers[:8]],
+        risks=[truncate(r, 35, enc) for r in note.risks[:3]],
+    )
+
+
+def _ground(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int]:
+    """Drops cited PR numbers the input never mentions; returns how many were dropped."""
+    known = set(pr.referenced_issues)
+    kept = [n for n in dict.fromkeys(content.related_prs) if n in known and n != pr.number]
+    dropped = len(content.related_prs) - len(kept)
+    return content.model_copy(update={"related_prs": kept}), dropped
+
+
+# Errors that would fail every PR alike: stop the run instead of listing each PR as failed.
+_FATAL = (ConfigError, GitHubAuthError)
+DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
+
+
+def window(
+    settings: Settings,
+    *,
+    year: int | None = None,
+    week: int | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    now: datetime | None = None,
+) -> tuple[datetime, datetime, int, int | None]:
+    """The [start, end) window a weekly run covers, with its year and ISO week (None for dates)."""
+    tz = _zone(settings.tz)
+    now = now or datetime.now(UTC)
+    if since or until:
+        if week is not None:
+            raise ConfigError("give either --week or --since/--until, not both")
+        start = _moment(since, tz, "--since") if since else None
+        end = _moment(until, tz, "--until", end_of_day=True) if until else now
+        if start is None:
+            raise ConfigError("--until needs --since too")
+        if end <= start:
+            raise ConfigError(f"--until ({until}) must come after --since ({since})")
+        return start, end, start.astimezone(tz).year, None
+    if week is None:
+        year, week = analyse.last_complete_week(now, settings.tz)
+    year = year or now.astimezone(tz).year
+    start, end = analyse.week_window(year, week, settings.tz)
+    if start > now:
+        raise ConfigError(f"week {week} of {year} has not started yet ({settings.tz})")
+    return start, end, year, week
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"unknown timezone {name!r}: use an IANA name like Asia/Shanghai"
+        ) from None
+
+
+def _moment(text: str, tz: ZoneInfo, flag: str, end_of_day: bool = False) -> datetime:
+    """A date (whole day, local) or an ISO datetime (naive means local) from a flag."""
+    try:
+        if len(text) == 10:
+            day = datetime.fromisoformat(text).replace(tzinfo=tz)
+            return day + timedelta(days=1) if end_of_day else day
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not a date: use YYYY-MM-DD or an ISO time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=tz)
+
+
+def weekly(
+    settings: Settings,
+    *,
+    year: int | None = None,
+    week: int | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    now: datetime | None = None,
+    source: GitHubSource | None = None,
+    llm: LLM | None = None,
+    store: Store | None = None,
+    narrate: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> WeeklyReport:
+    """Digests every PR merged in the window, computes the week's facts, writes the narrative."""
+    repo = settings.require_repo()
+    start, end, year, week = window(
+        settings, year=year, week=week, since=since, until=until, now=now
+    )
+    with ExitStack() as owned:  # close only the clients made here
+        llm = llm or owned.enter_context(closing(LLM(settings)))
+        source = source or owned.enter_context(closing(GitHubSource(settings)))
+        store = store or owned.enter_context(closing(Store(settings.store)))
+        return _weekly(
+            settings, repo, start, end, year, week, source, llm, store, narrate, progress
+        )
+
+
+def _weekly(
+    settings: Settings,
+    repo: str,
+    start: datetime,
+    end: datetime,
+    year: int,
+    week: int | None,
+    source: GitHubSource,
+    llm: LLM,
+    store: Store,
+    narrate: bool,
+    progress: Callable[[str, int, int], None] | None,
+) -> WeeklyReport:
+    report = progress or (lambda stage, done, total: None)
+    hits = source.merged_between(repo, start, end)
+    prs: dict[int, PullRequest] = {}
+    digests: dict[int, PRDigest] = {}
+    failed: list[FailedPR] = []
+    usage, cached = Usage(), 0
+
+    def one(hit: dict[str, Any]) -> tuple[PullRequest, PRDigest, bool]:
+        pr = load_pr(repo, hit["number"], settings, source, store, hit.get("updated_at"))
+        return pr, *cached_digest(pr, settings, llm, store)
+
+    report("summarize", 0, len(hits))
+    with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
+        futures = {pool.submit(one, hit): hit["number"] for hit in hits}
+        for done, future in enumerate(as_completed(futures), 1):
+            number = futures[future]
+            try:
+                pr, digest, hit_cache = future.result()
+            except _FATAL:
+                pool.shutdown(cancel_futures=True)
+                raise
+            except LLMRequestError as exc:
+                if not isinstance(exc, ContextTooLong):
+                    pool.shutdown(cancel_futures=True)
+                    raise
+                failed.append(FailedPR(number=number, error=str(exc)))
+            except PrhubError as exc:
+                failed.append(FailedPR(number=number, error=str(exc)))
+            else:
+                prs[number], digests[number] = pr, digest
+                cached += hit_cache
+                if not hit_cache:
+                    usage += digest.meta.usage
+            report("summarize", done, len(hits))
+
+    facts = analyse.weekly_facts(
+        [prs[n] for n in sorted(prs)],
+        digests,
+        repo=repo,
+        start=start,
+        end=end,
+        tz=settings.tz,
+        year=year,
+        week=week,
+    )
+    prompt = load_prompt("weekly")
+    narrative, dropped = None, 0
+    if narrate and digests:
+        narrative, call_usage = _narrate(
+            facts, [digests[n] for n in sorted(digests)], settings, llm
+        )
+        usage += call_usage
+        narrative, dropped = _ground_weekly(narrative, set(facts.prs))
+    return WeeklyReport(
+        facts=facts,
+        narrative=narrative,
+        digests=[digests[n] for n in sorted(digests)],
+        failed=sorted(failed, key=lambda f: f.number),
+        meta=WeeklyMeta(
+            prompt=prompt.id,
+            model=settings.model,
+            usage=usage,
+            cached_digests=cached,
+            dropped_citations=dropped,
+            generated_at=datetime.now(UTC),
+        ),
+    )
+
+
+def digest_line(d: PRDigest, settings: Settings) -> str:
+    """One PR as the weekly prompt sees it."""
+    c = d.content
+    tags = ", ".join(d.tags)
+    parts = [
+        f"#{d.number} [{tags}] {c.title}",
+        f"{c.verdict}，重要性 {c.importance:.1f}：{c.importance_reason}",
+    ]
+    if c.risks:
+        parts.append("风险：" + "；".join(c.risks[:2]))
+    return truncate(" | ".join(parts), DIGEST_LINE_TOKENS, settings.encoding)
+
+
+def _narrate(
+    facts: WeeklyFacts, digests: list[PRDigest], settings: Settings, llm: LLM
+) -> tuple[WeeklyNarrative, Usage]:
+    """One call when the week's digests fit the budget, else one per group and a final one."""
+    prompt = load_prompt("weekly")
+    schema = llm.schema_text(WeeklyNarrative)
+    period = (
+        f"{facts.start:%Y-%m-%d %H:%M} 至 {facts.end:%Y-%m-%d %H:%M}（{facts.tz}，不含结束时刻）"
+    )
+    lines = [digest_line(d, settings) for d in digests]
+
+    def messages(lines: list[str], partials: list[str]) -> list[dict[str, str]]:
+        return prompt.messages(
+            facts=facts, period=period, digests=lines, partials=partials, schema=schema
+        )
+
+    fixed = count("\n".join(m["content"] for m in messages([], [])), settings.encoding) + MARGIN
+    room = settings.input_budget - fixed
+    sizes = [count(line, settings.encoding) + 2 for line in lines]
+    if sum(sizes) <= room:
+        return llm.complete(messages(lines, []), WeeklyNarrative)
+
+    groups: list[list[str]] = [[]]
+    used = 0
+    for line, size in zip(lines, sizes, strict=True):
+        if groups[-1] and used + size > room:
+            groups.append([])
+            used = 0
+        groups[-1].append(line)
+        used += size
+    with ThreadPoolExecutor(max_workers=min(len(groups), settings.jobs)) as pool:
+        drafts = list(pool.map(lambda g: llm.complete(messages(g, []), WeeklyNarrative), groups))
+    usage = sum((u for _, u in drafts), Usage())
+    share = max(200, (room // 2) // len(drafts))
+    partials = [truncate(_draft_text(n), share, settings.encoding) for n, _ in drafts]
+    short = [line.split(" | ")[0] for line in lines]
+    while short and count("\n".join(short + partials), settings.encoding) > room:
+        short = short[: len(short) * 3 // 4]  # keep the titles that fit, most important first
+    narrative, final = llm.complete(messages(short, partials), WeeklyNarrative)
+    return narrative, usage + final
+
+
+def _draft_text(n: WeeklyNarrative) -> str:
+    return "\n".join(
+        [n.summary, *n.highlights, *n.key_changes, *n.risks]
+        + [f"{t.theme}：{t.judgement}" for t in n.trends]
+    )
+
+
+_CITATION = re.compile(r"#(\d+)")
+
+
+def _ground_weekly(n: WeeklyNarrative, week: set[int]) -> tuple[WeeklyNarrative, int]:
+    """Removes citations of PRs that are not in the week; returns how many went."""
+    dropped = 0
+
+    def clean(text: str) -> str:
+        nonlocal dropped
+
+        def keep(match: re.Match[str]) -> str:
+            nonlocal dropped
+            if int(match.group(1)) in week:
+                return match.group(0)
+            dropped += 1
+            return ""
+
+        return re.sub(r"[（(]\s*[）)]", "", _CITATION.sub(keep, text)).strip()
+
+    def numbers(values: list[int]) -> list[int]:
+        nonlocal dropped
+        kept = [v for v in values if v in week]
+        dropped += len(values) - len(kept)
+        return kept
+
+    dropped += sum(k.number not in week for k in n.key_prs)
+    grounded = WeeklyNarrative(
+        summary=clean(n.summary),
+        highlights=[clean(x) for x in n.highlights],
+        key_changes=[clean(x) for x in n.key_changes],
+        trends=[
+            t.model_copy(
+                update={
+                    "theme": clean(t.theme),
+                    "prs": numbers(t.prs),
+                    "judgement": clean(t.judgement),
+                }
+            )
+            for t in n.trends
+        ],
+        risks=[clean(x) for x in n.risks],
+        key_prs=[
+            k.model_copy(update={"topic": clean(k.topic), "note": clean(k.note)})
+            for k in n.key_prs
+            if k.number in week
+        ],
+        follow_ups=[clean(x) for x in n.follow_ups],
+    )
+    return grounded, dropped

@@ -1,0 +1,128 @@
+"""prepare(): a PullRequest made into redacted, ranked text that fits the model's budget."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from prhub.config import Settings
+from prhub.model import Coverage, FileChange, FileView, PreparedPR, PullRequest
+from prhub.prepare.diff import Entry, blocks, header, split_hunks, tier
+from prhub.prepare.index import VIEWS, build_index
+from prhub.prepare.noise import is_pure_rename, noise_reason, reduce_notebook
+from prhub.prepare.pack import pack
+from prhub.prepare.redact import is_env_file, redact
+from prhub.prepare.tokens import count, truncate
+
+TITLE_BUDGET = 120  # tokens
+BODY_BUDGET = 1500  # tokens
+TITLE_CUT = " …[title truncated]"
+BODY_CUT = "\n\n…[body truncated]"
+NO_PATCH = "GitHub sent no patch (too large)"
+
+
+def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
+    if count(text, encoding) <= budget:
+        return text
+    return truncate(text, budget - count(mark, encoding), encoding) + mark
+
+
+def _entry(
+    order: int,
+    file: FileChange,
+    settings: Settings,
+    chunk_budget: int,
+    clean: Callable[..., str],
+) -> Entry:
+    enc = settings.encoding
+    path = clean(file.path)
+    previous = clean(file.previous_path) if file.previous_path else None
+    head = header(file, path, previous)
+    e = Entry(
+        order=order,
+        path=path,
+        status=file.status,
+        additions=file.additions,
+        deletions=file.deletions,
+        tier=tier(file.path),
+        header=head,
+        header_tokens=count(head, enc),
+        blocks=[],
+        hunks=0,
+    )
+    # Noise is decided on the real path; its patch is never shown, so it is not scanned either.
+    e.excluded = noise_reason(file, settings.noise_globs)
+    if e.excluded is not None:
+        e.view, e.reason = "excluded", e.excluded
+        return e
+    if is_pure_rename(file):
+        e.pure_rename, e.base_reason = True, "pure rename"
+        return e
+    patch = file.patch or ""
+    if file.path.lower().endswith(".ipynb"):
+        patch, e.omitted = reduce_notebook(patch)
+        e.base_reason = f"notebook: {e.omitted} output lines dropped" if e.omitted else ""
+    hunks = split_hunks(clean(patch, env_file=is_env_file(file.path)))
+    # Pieces of about a third of a chunk: fine enough to fill chunks, few enough to count fast.
+    e.blocks = blocks(hunks, max(1000, chunk_budget), max(64, chunk_budget // 3), enc)
+    e.hunks = len(hunks)
+    if not e.blocks:
+        e.no_patch = True
+        e.reason = e.base_reason = NO_PATCH if not file.patch else "empty patch"
+    return e
+
+
+def prepare(
+    pr: PullRequest, settings: Settings, *, chunk_budget: int, index_budget: int
+) -> PreparedPR:
+    """Filter, redact, rank and pack a PR's diff into chunks of at most chunk_budget tokens."""
+    enc = settings.encoding
+    counts: Counter[str] = Counter()
+
+    def clean(text: str, env_file: bool = False) -> str:
+        text, found = redact(text, env_file=env_file)
+        counts.update(found)
+        return text
+
+    title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
+    body = _cut(clean(pr.body or ""), BODY_BUDGET, BODY_CUT, enc)
+    entries = [_entry(i, f, settings, chunk_budget, clean) for i, f in enumerate(pr.files)]
+    ranked = sorted(entries, key=Entry.rank)
+    chunks = pack(ranked, chunk_budget, settings.max_calls, enc)
+    index = build_index(ranked, index_budget, enc)
+    views = [
+        FileView(
+            path=e.path,
+            status=e.status,
+            additions=e.additions,
+            deletions=e.deletions,
+            view=e.view,
+            reason=e.reason,
+            lines_seen=e.lines_seen(),
+        )
+        for e in entries
+    ]
+    coverage = Coverage(
+        **{v: [f.path for f in views if f.view == v] for v in VIEWS},
+        lines_seen=sum(f.lines_seen for f in views),
+        lines_total=sum(e.changes for e in entries),
+    )
+    return PreparedPR(
+        repo=pr.repo,
+        number=pr.number,
+        title=title,
+        body=body,
+        author=pr.author,
+        labels=pr.labels,
+        base_ref=pr.base_ref,
+        head_ref=pr.head_ref,
+        additions=pr.additions,
+        deletions=pr.deletions,
+        reviews=pr.reviews,
+        referenced_issues=pr.referenced_issues,
+        files=views,
+        chunks=chunks,
+        index=index,
+        coverage=coverage,
+        redactions=dict(counts),
+    )

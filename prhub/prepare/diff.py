@@ -1,0 +1,200 @@
+"""One file's diff made ready to pack: its rank, header and token-counted blocks."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from prhub.model import FileChange, View
+from prhub.prepare.noise import is_pure_rename
+from prhub.prepare.tokens import count, truncate
+
+TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "e2e"})
+DOC_EXTS = frozenset({"md", "rst", "txt", "adoc", "org", "ipynb"})
+CONFIG_EXTS = frozenset(
+    {
+        "yml",
+        "yaml",
+        "toml",
+        "ini",
+        "cfg",
+        "conf",
+        "json",
+        "jsonc",
+        "env",
+        "lock",
+        "xml",
+        "properties",
+    }
+)
+CONFIG_NAMES = frozenset(
+    {
+        "makefile",
+        "codeowners",
+        "license",
+        "setup.cfg",
+        ".gitignore",
+        ".gitattributes",
+        ".dockerignore",
+    }
+)
+CI_DIRS = frozenset({".github", ".gitlab", ".circleci", ".buildkite", ".ci", "ci", "docs", "doc"})
+_HUNK_RANGE = re.compile(r"@@ [^@\n]*@@")
+
+
+def tier(path: str) -> int:
+    """0 for source code, 1 for tests, 2 for docs, config and CI: lower ranks first."""
+    parts = path.lower().split("/")
+    name = parts[-1]
+    stem, _, ext = name.rpartition(".")
+    if (
+        TEST_DIRS.intersection(parts[:-1])
+        or name.startswith("test_")
+        or stem.endswith(("_test", ".test", ".spec", "_spec"))
+        or name == "conftest.py"
+    ):
+        return 1
+    if (
+        parts[0] in CI_DIRS
+        or ext in DOC_EXTS | CONFIG_EXTS
+        or name in CONFIG_NAMES
+        or name.startswith(("dockerfile", "requirements", ".env", ".pre-commit"))
+    ):
+        return 2
+    return 0
+
+
+@dataclass
+class Block:
+    """A hunk, or a piece of a hunk too big to pack whole."""
+
+    text: str
+    tokens: int
+    changed: int  # changed lines it holds (+ and -)
+    hunk: int  # which hunk of the file it belongs to
+
+
+@dataclass(eq=False)
+class Entry:
+    """One file of the PR as packing sees it; view, shown and note are decided by packing."""
+
+    order: int
+    path: str  # redacted
+    status: str
+    additions: int
+    deletions: int
+    tier: int
+    header: str
+    header_tokens: int
+    blocks: list[Block]
+    hunks: int
+    excluded: str | None = None  # the noise reason
+    no_patch: bool = False
+    pure_rename: bool = False
+    omitted: int = 0  # changed lines dropped before packing (notebook outputs)
+    base_reason: str = ""  # what holds whatever the budget: pure rename, notebook, no patch
+    reason: str = ""
+    view: View = "listed"
+    shown: list[Block] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def changes(self) -> int:
+        return self.additions + self.deletions
+
+    @property
+    def full_tokens(self) -> int:
+        return self.header_tokens + sum(b.tokens + 1 for b in self.blocks)
+
+    @property
+    def showable(self) -> bool:
+        return self.excluded is None and (bool(self.blocks) or self.pure_rename)
+
+    def rank(self) -> tuple[int, int, int, str]:
+        """Sort key: shown kinds before excluded, source before tests before docs, big first."""
+        return (self.excluded is not None, self.tier, -self.changes, self.path)
+
+    def lines_seen(self) -> int:
+        if self.view == "full":
+            return max(0, self.changes - self.omitted)
+        if self.view == "excerpt":
+            return min(self.changes, sum(b.changed for b in self.shown))
+        return 0
+
+
+def header(file: FileChange, path: str, previous: str | None) -> str:
+    """The line that opens a file's section, or the whole section of a pure rename."""
+    if is_pure_rename(file):
+        return f"{file.status}: {previous} -> {path}"
+    status = f"renamed from {previous}" if previous and previous != path else file.status
+    return f"### {path} ({status}, +{file.additions}/-{file.deletions})"
+
+
+def split_hunks(patch: str) -> list[tuple[str, int]]:
+    """The hunks of a unified-diff patch with their changed lines; deletion-only ones collapsed."""
+    hunks = []
+    parts = patch.split("\n@@ ")
+    for i, hunk in enumerate(parts):
+        hunk = ("@@ " + hunk if i else hunk).rstrip("\n")
+        if not hunk:
+            continue
+        if "\n+" not in hunk and "\n-" in hunk:
+            m = _HUNK_RANGE.match(hunk)
+            deleted = hunk.count("\n-")
+            hunks.append((f"{m.group() if m else '@@'} ({deleted} lines deleted)", deleted))
+        else:
+            hunks.append((hunk, changed_lines(hunk)))
+    return hunks
+
+
+def changed_lines(text: str) -> int:
+    """Lines starting with + or - in a piece of a patch."""
+    return text.count("\n+") + text.count("\n-") + text.startswith(("+", "-"))
+
+
+def blocks(
+    hunks: list[tuple[str, int]], piece_chars: int, max_tokens: int, encoding: str
+) -> list[Block]:
+    """Token-counted blocks of at most max_tokens; long hunks are cut at line ends into pieces."""
+    out = []
+    for i, (hunk, changed) in enumerate(hunks):
+        pieces = _counted_pieces(hunk, piece_chars, max_tokens, encoding)
+        for piece, tokens in pieces:
+            n = changed if len(pieces) == 1 else changed_lines(piece)
+            out.append(Block(piece, tokens, n, i))
+    return out
+
+
+def _counted_pieces(
+    text: str, piece_chars: int, max_tokens: int, encoding: str
+) -> list[tuple[str, int]]:
+    out = []
+    for piece in _pieces(text, piece_chars):
+        tokens = count(piece, encoding)
+        if tokens <= max_tokens:
+            out.append((piece, tokens))
+        elif "\n" in piece:
+            # Denser than expected (CJK, data): cut again, smaller. Rare, so counted twice.
+            smaller = max(1, len(piece) * max_tokens // (2 * tokens))
+            out += _counted_pieces(piece, smaller, max_tokens, encoding)
+        else:
+            # One enormous line (embedded data): keep its start only.
+            piece = truncate(piece, max_tokens - 8, encoding) + "\n… (line cut)"
+            out.append((piece, count(piece, encoding)))
+    return out
+
+
+def _pieces(hunk: str, limit: int) -> list[str]:
+    if len(hunk) <= limit:
+        return [hunk]
+    pieces: list[str] = []
+    lines: list[str] = []
+    size = 0
+    for line in hunk.split("\n"):
+        if lines and size + len(line) + 1 > limit:
+            pieces.append("\n".join(lines))
+            lines, size = [], 0
+        lines.append(line)
+        size += len(line) + 1
+    pieces.append("\n".join(lines))
+    return pieces

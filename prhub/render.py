@@ -1,0 +1,270 @@
+"""Markdown and JSON from models only: no fetching, no model calls."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from prhub.model import PRDigest, WeeklyFacts, WeeklyReport
+
+_CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+
+
+def md(text: str, *, table: bool = False) -> str:
+    """Untrusted text made inert in Markdown: HTML escaped outside code spans, one line."""
+    out, last = [], 0
+    text = " ".join((text or "").split()) if table else (text or "")
+    for match in _CODE.finditer(text):
+        out.append(_escape(text[last : match.start()], table))
+        code = match.group(0).replace("|", "\\|") if table else match.group(0)
+        out.append(code)
+        last = match.end()
+    out.append(_escape(text[last:], table))
+    return "".join(out)
+
+
+def _escape(text: str, table: bool) -> str:
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("`", "\\`")
+    return text.replace("|", "\\|") if table else text
+
+
+def local_time(moment: datetime | None, tz: str) -> str:
+    return moment.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M") if moment else "未合并"
+
+
+def coverage_line(d: PRDigest) -> str:
+    cov = d.meta.coverage
+    seen = f"变更行 {cov.share_seen:.0%}"
+    return (
+        f"模型看到：全文 {len(cov.full)}、节选 {len(cov.excerpt)}、仅列名 {len(cov.listed)}、"
+        f"排除 {len(cov.excluded)} 个文件（{seen}）"
+    )
+
+
+def digest_markdown(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
+    """One digest as Markdown, in the shape of a reader's daily digest."""
+    c = d.content
+    lines = [
+        f"### [#{d.number}]({d.url}) {md(c.title)}",
+        "",
+        f"原标题：{md(d.original_title)} · @{md(d.author)} · 合并于 {local_time(d.merged_at, tz)}"
+        f" · +{d.additions} / −{d.deletions} · {d.changed_files} 个文件",
+        "",
+        f"**{c.verdict}**（约 {c.minutes} 分钟）· 重要性 **{c.importance:.1f}**/10："
+        f"{md(c.importance_reason)}",
+        "",
+        md(c.advice),
+    ]
+    for heading, items, numbered in (
+        ("值得关注的设计决策", c.design_decisions, True),
+        ("风险", c.risks, False),
+        ("后续跟进", c.follow_ups, False),
+    ):
+        if items:
+            lines += ["", f"**{heading}**", ""]
+            lines += [f"{i}. {md(x)}" if numbered else f"- {md(x)}" for i, x in enumerate(items, 1)]
+    tags = " ".join(f"`{t}`" for t in d.tags) or "无"
+    related = " ".join(f"#{n}" for n in c.related_prs)
+    lines += ["", f"标签：{tags}" + (f" · 相关：{related}" if related else "")]
+    meta = d.meta
+    footer = [
+        meta.prompt,
+        meta.model,
+        f"{meta.usage.calls} 次调用",
+        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
+        coverage_line(d),
+    ]
+    if meta.redactions:
+        footer.append(f"脱敏 {sum(meta.redactions.values())} 处")
+    if meta.dropped_citations:
+        footer.append(f"删去无据引用 {meta.dropped_citations} 处")
+    lines += ["", f"<sub>{' · '.join(footer)}</sub>", ""]
+    return "\n".join(lines)
+
+
+def digest_json(d: PRDigest) -> str:
+    return d.model_dump_json(indent=2) + "\n"
+
+
+def _period(r: WeeklyReport) -> tuple[str, str]:
+    tz = ZoneInfo(r.facts.tz)
+    first = r.facts.start.astimezone(tz)
+    last = (r.facts.end - timedelta(seconds=1)).astimezone(tz)
+    return first.strftime("%Y-%m-%d"), last.strftime("%Y-%m-%d")
+
+
+def weekly_title(r: WeeklyReport) -> str:
+    f = r.facts
+    first, last = _period(r)
+    name = f.repo.split("/")[-1]
+    if f.week is None:
+        return f"{name} 仓库周报｜{first} 至 {last}"
+    return f"{name} 仓库周报｜{f.year} 年第 {f.week} 周（{first[5:]} 至 {last[5:]}）"
+
+
+def _figures(f: WeeklyFacts) -> str:
+    """The executive summary's figures, computed, never written by the model."""
+    name = f.repo.split("/")[-1]
+    text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
+    top = [f"{md(tag)}（{n}）" for tag, n in list(f.tags.items())[:4]]
+    if top:
+        text += "，标签分布集中在 " + "、".join(top)
+    if f.mean_importance is not None:
+        text += f"，平均重要性 {f.mean_importance:.2f}"
+    return text + "。"
+
+
+def weekly_markdown(r: WeeklyReport) -> str:
+    """The weekly report: highlights and risks first, then the full report with its tables."""
+    f, n = r.facts, r.narrative
+    first, last = _period(r)
+    generated = local_time(r.meta.generated_at, f.tz)
+    lines = [
+        f"# {weekly_title(r)}",
+        "",
+        f"仓库：{f.repo} · 周期：{first} 至 {last}（{f.tz}） · 来源 PR：{f.pr_count} · "
+        f"重点 PR：{len(f.key_prs)} · 生成于 {generated}",
+        "",
+    ]
+    if f.pr_count == 0 and not r.failed:
+        lines += ["本周没有合入任何 PR。", ""]
+        return "\n".join(lines)
+    if n is None:
+        lines += [_figures(f), ""]
+    else:
+        lines += ["## 本周亮点", "", *[f"- {md(x)}" for x in n.highlights], ""]
+        lines += ["## 风险观察", "", *[f"- {md(x)}" for x in n.risks], ""]
+        lines += ["## 完整周报", "", "### 1. 执行摘要", "", f"{_figures(f)}{md(n.summary)}", ""]
+        lines += ["### 2. 本周重点变化", "", *[f"- {md(x)}" for x in n.key_changes], ""]
+        lines += [
+            "### 3. 模块与主题趋势",
+            "",
+            "| 主题 | 代表 PR | 趋势判断 |",
+            "| --- | --- | --- |",
+        ]
+        lines += [
+            f"| {md(t.theme, table=True)} | {_refs(t.prs)} | {md(t.judgement, table=True)} |"
+            for t in n.trends
+        ]
+        lines += ["", "### 4. 风险观察", "", *[f"- {md(x)}" for x in n.risks], *_fact_risks(f), ""]
+        lines += _key_pr_table(r)
+        lines += ["### 6. 后续建议", ""]
+        lines += [f"{i}. {md(x)}" for i, x in enumerate(n.follow_ups, 1)] + [""]
+    lines += _data_section(f)
+    lines += _all_prs(r)
+    if r.failed:
+        lines += ["## 未能生成导读的 PR", ""]
+        lines += [f"- #{x.number}：{md(x.error, table=True)}" for x in r.failed] + [""]
+        lines += ["重新运行同一命令只会重试这些 PR。", ""]
+    usage = r.meta.usage
+    lines += [
+        f"<sub>{r.meta.prompt} · {r.meta.model} · 本次调用 {usage.calls} 次 · "
+        f"输入 {usage.tokens_in:,} / 输出 {usage.tokens_out:,} tokens · "
+        f"复用导读 {r.meta.cached_digests} 篇"
+        + (f" · 删去无据引用 {r.meta.dropped_citations} 处" if r.meta.dropped_citations else "")
+        + "</sub>",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _refs(numbers: list[int]) -> str:
+    return "、".join(f"#{x}" for x in numbers) or "—"
+
+
+def _fact_risks(f: WeeklyFacts) -> list[str]:
+    out = []
+    for rev in f.reverts:
+        target = f"#{rev.reverted}" if rev.reverted else "一个未知 PR"
+        delay = f"（合入后 {rev.delay_hours} 小时）" if rev.delay_hours is not None else ""
+        out.append(f"- Revert：#{rev.number} 撤销了 {target}{delay}。")
+    for b in f.breaking:
+        out.append(f"- 破坏性变更：#{b.number}，{md('；'.join(b.reasons))}。")
+    if f.untested:
+        out.append(f"- 改了代码但未改测试的 PR：{_refs(f.untested)}。")
+    return out
+
+
+def _key_pr_table(r: WeeklyReport) -> list[str]:
+    by_number = {d.number: d for d in r.digests}
+    notes = {k.number: k for k in r.narrative.key_prs} if r.narrative else {}
+    lines = [
+        "### 5. 重点 PR 速览",
+        "",
+        "| PR | 标题/主题 | 重要性 | 关键观察 |",
+        "| --- | --- | --- | --- |",
+    ]
+    for number in r.facts.key_prs:
+        d = by_number[number]
+        note = notes.get(number)
+        topic = note.topic if note else d.content.title
+        said = note.note if note else d.content.importance_reason
+        lines.append(
+            f"| [#{number}]({d.url}) | {md(topic, table=True)} | {d.content.importance:.1f} | "
+            f"{md(said, table=True)} |"
+        )
+    return [*lines, ""]
+
+
+def _data_section(f: WeeklyFacts) -> list[str]:
+    lines = ["## 本周数据", "", "| 标签 | PR 数 |", "| --- | --- |"]
+    lines += [f"| {md(tag, table=True)} | {count} |" for tag, count in f.tags.items()]
+    if f.hot_files:
+        lines += ["", "| 热点文件 | PR |", "| --- | --- |"]
+        lines += [f"| `{md(h.path, table=True)}` | {_refs(h.prs)} |" for h in f.hot_files]
+    if f.authors:
+        share = f"{f.top_author_share:.0%}"
+        top = f.authors[0]
+        lines += [
+            "",
+            f"作者 {len(f.authors)} 人，最多产的 {md(top.author)} "
+            f"贡献 {len(top.prs)} 个（{share}）。",
+        ]
+    if f.first_time:
+        names = "、".join(f"{md(a.author)}（{_refs(a.prs)}）" for a in f.first_time)
+        lines += ["", f"首次贡献者：{names}。"]
+    return [*lines, ""]
+
+
+def _all_prs(r: WeeklyReport) -> list[str]:
+    lines = [
+        "## 全部 PR",
+        "",
+        "| PR | 导读标题 | 标签 | 阅读建议 | 重要性 |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for d in r.digests:
+        tags = " ".join(f"`{md(t, table=True)}`" for t in d.tags)
+        lines.append(
+            f"| [#{d.number}]({d.url}) | {md(d.content.title, table=True)} | {tags} | "
+            f"{d.content.verdict} | {d.content.importance:.1f} |"
+        )
+    return [*lines, ""]
+
+
+def weekly_json(r: WeeklyReport) -> str:
+    return r.model_dump_json(indent=2) + "\n"
+
+
+def labels_markdown(r: WeeklyReport, tag: str | None = None) -> str:
+    """The week's digests grouped by tag; one tag when `tag` is given."""
+    groups: dict[str, list[PRDigest]] = {}
+    for d in r.digests:
+        for t in d.tags:
+            groups.setdefault(t, []).append(d)
+    if tag is not None:
+        groups = {tag.lower(): groups.get(tag.lower(), [])}
+    lines = [f"# {r.facts.repo} · 标签视图 · {weekly_title(r)}", ""]
+    for name in sorted(groups, key=lambda t: (-len(groups[t]), t)):
+        lines += [f"## {md(name)}（{len(groups[name])}）", ""]
+        for d in groups[name]:
+            lines += [f"### [#{d.number}]({d.url}) {md(d.content.title)}", ""]
+            lines += [
+                f"**{d.content.verdict}**（约 {d.content.minutes} 分钟）。{md(d.content.advice)}",
+                "",
+            ]
+        if not groups[name]:
+            lines += ["本周没有这个标签的 PR。", ""]
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""One retry policy for GitHub and the LLM: bounded attempts and waits, Retry-After honoured."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import tenacity
+
+from prhub.config import Settings
+
+log = logging.getLogger("prhub")
+T = TypeVar("T")
+
+# Says whether an error is worth another attempt: None for no, else the wait in seconds the
+# server asked for (0.0 when it named none, so the policy's own backoff applies).
+Classifier = Callable[[BaseException], float | None]
+
+
+class RetryCounter:
+    """Counts retries across threads, for the run summary."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def add(self) -> None:
+        self.count += 1  # int += is atomic enough under the GIL for a statistic
+
+
+def call(
+    fn: Callable[[], T],
+    settings: Settings,
+    classify: Classifier,
+    *,
+    what: str,
+    counter: RetryCounter | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged."""
+
+    def should_retry(state: tenacity.RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        if exc is None:
+            return False
+        hint = classify(exc)
+        # A server asking for a longer pause than we allow is a failure to report, not to sit out.
+        return hint is not None and hint <= settings.max_retry_wait
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        hint = classify(exc) if exc else None
+        if hint:
+            return hint
+        backoff = settings.retry_base_wait * 2 ** (state.attempt_number - 1)
+        return min(backoff * (1 + random.random() / 2), settings.max_retry_wait)
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        if counter:
+            counter.add()
+        exc = state.outcome.exception() if state.outcome else None
+        log.info("%s failed (%s); retry %d", what, type(exc).__name__, state.attempt_number)
+
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(settings.max_attempts),
+        wait=wait,
+        retry=should_retry,
+        before_sleep=before_sleep,
+        reraise=True,
+        sleep=sleep,
+    )
+    return retrying(fn)

@@ -1,0 +1,281 @@
+"""GitHub through PyGithub: merged PRs in a window, one PR with files and reviews."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from github import Auth, Github, GithubException, RateLimitExceededException
+from github.Repository import Repository
+
+from prhub import retry
+from prhub.config import Settings
+from prhub.errors import (
+    ConfigError,
+    GitHubAuthError,
+    GitHubUnavailable,
+    PrhubError,
+    PRNotFound,
+    RepoNotFound,
+)
+from prhub.model import FileChange, PullRequest, Review
+
+_REFERENCE = re.compile(
+    r"(?:(?<![\w/])#|github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/)(\d{1,7})\b", re.IGNORECASE
+)
+SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
+
+
+def connect(settings: Settings) -> Github:
+    """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries."""
+    url = urlsplit(settings.github_url)
+    if url.scheme not in ("http", "https") or not url.hostname:  # PyGithub crashes on these
+        raise ConfigError(
+            f"bad GitHub API URL {settings.github_url!r}: use e.g. https://api.github.com"
+        )
+    token = settings.github_token.get_secret_value() if settings.github_token else None
+    return Github(
+        base_url=settings.github_url.rstrip("/"),
+        auth=Auth.Token(token) if token else None,
+        timeout=math.ceil(settings.timeout),  # int() turns 0.5 s into 0, which requests refuses
+        per_page=100,
+        retry=None,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+        user_agent="prhub",
+    )
+
+
+def references(text: str, own: int | None = None) -> list[int]:
+    """Issue and PR numbers a text refers to ("fixes #12", "#34", a GitHub URL), in order."""
+    found = dict.fromkeys(int(m) for m in _REFERENCE.findall(text or ""))
+    return [n for n in found if n != own]
+
+
+def pull_request_from_payload(
+    repo: str,
+    pull: dict[str, Any],
+    files: list[dict[str, Any]],
+    reviews: list[dict[str, Any]] | None = None,
+) -> PullRequest:
+    """A PullRequest from GitHub REST payloads (pull, its files, its reviews)."""
+    number = pull["number"]
+    title, body = pull.get("title") or "", pull.get("body") or ""
+    return PullRequest(
+        repo=repo,
+        number=number,
+        title=title,
+        body=body,
+        author=(pull.get("user") or {}).get("login", "ghost"),
+        author_association=pull.get("author_association"),
+        labels=[label["name"] for label in pull.get("labels") or []],
+        url=pull.get("html_url") or "",
+        created_at=pull["created_at"],
+        merged_at=pull.get("merged_at"),
+        merged=bool(pull.get("merged") or pull.get("merged_at")),
+        merge_commit_sha=pull.get("merge_commit_sha") if pull.get("merged_at") else None,
+        base_ref=(pull.get("base") or {}).get("ref", ""),
+        head_ref=(pull.get("head") or {}).get("ref", ""),
+        head_sha=(pull.get("head") or {}).get("sha", ""),
+        additions=pull.get("additions", 0),
+        deletions=pull.get("deletions", 0),
+        changed_files=pull.get("changed_files", len(files)),
+        files=[
+            FileChange(
+                path=f["filename"],
+                previous_path=f.get("previous_filename"),
+                status=f.get("status", "modified"),
+                additions=f.get("additions", 0),
+                deletions=f.get("deletions", 0),
+                patch=f.get("patch"),
+            )
+            for f in files
+        ],
+        reviews=[
+            Review(author=(r.get("user") or {}).get("login", "ghost"), state=r.get("state", ""))
+            for r in reviews or []
+        ],
+        referenced_issues=references(f"{title}\n{body}", own=number),
+    )
+
+
+class GitHubSource:
+    """Reads merged pull requests; every GitHub failure leaves as a PrhubError."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: Github | None = None,
+        counter: retry.RetryCounter | None = None,
+    ) -> None:
+        self.settings = settings
+        self.client = client or connect(settings)
+        self.counter = counter
+        self._repos: dict[str, Repository] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def pull_payload(self, repo: str, number: int) -> dict[str, Any]:
+        """The pull payload alone: one request, enough to tell whether a PR changed."""
+
+        def fetch() -> dict[str, Any]:
+            return self._repo(repo).get_pull(number).raw_data
+
+        return self._call(fetch, f"fetching {repo}#{number}", repo=repo, number=number)
+
+    def pull(self, repo: str, number: int, payload: dict[str, Any] | None = None) -> PullRequest:
+        """One PR with every changed file over all pages, its reviews and references."""
+        payload = payload or self.pull_payload(repo, number)
+
+        def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            # PyGithub's get_pull is lazy: listing files and reviews does not refetch the pull.
+            pull = self._repo(repo).get_pull(number)
+            return [f.raw_data for f in pull.get_files()], [r.raw_data for r in pull.get_reviews()]
+
+        files, reviews = self._call(
+            fetch, f"fetching files of {repo}#{number}", repo=repo, number=number
+        )
+        return pull_request_from_payload(repo, payload, files, reviews)
+
+    def merged_between(self, repo: str, start: datetime, end: datetime) -> list[dict[str, Any]]:
+        """Search hits of PRs merged in [start, end): all pages, windows split past 1,000."""
+
+        def search(lo: datetime, hi: datetime) -> list[dict[str, Any]]:
+            last = hi - timedelta(seconds=1)  # GitHub's a..b range includes both ends
+            query = f"repo:{repo} is:pr is:merged merged:{lo.isoformat()}..{last.isoformat()}"
+            results = self.client.search_issues(query, sort="created", order="asc")
+            # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
+            if results.totalCount >= SEARCH_LIMIT and hi - lo > timedelta(minutes=2):
+                middle = lo + (hi - lo) / 2
+                return search(lo, middle) + search(middle, hi)
+            # Attributes, not raw_data: reading raw_data of a search item refetches the issue.
+            return [
+                {
+                    "number": item.number,
+                    "updated_at": item.updated_at.isoformat(),
+                    "merged_at": item.pull_request.merged_at,
+                }
+                for item in results
+            ]
+
+        hits = self._call(lambda: search(start, end), f"searching {repo}", repo=repo)
+        inside = {h["number"]: h for h in hits if start <= h["merged_at"] < end}
+        return [inside[n] for n in sorted(inside)]
+
+    def _repo(self, name: str) -> Repository:
+        """The repository, fetched once a run: a missing one fails here, before any PR."""
+        with self._lock:
+            if name not in self._repos:
+                try:
+                    self._repos[name] = self.client.get_repo(name)
+                except GithubException as exc:
+                    if exc.status == 404:
+                        raise RepoNotFound(
+                            f"repository {name} not found (or GITHUB_TOKEN cannot see it): "
+                            "check --repo"
+                        ) from None
+                    raise
+            return self._repos[name]
+
+    def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
+        try:
+            return retry.call(fn, self.settings, _retry_hint, what=what, counter=self.counter)
+        except PrhubError:
+            raise
+        except GithubException as exc:
+            raise self._translate(exc, repo, number) from None
+        except requests.exceptions.SSLError:
+            raise GitHubUnavailable(
+                f"TLS failure talking to {self.settings.github_url}: check the URL and certificates"
+            ) from None
+        except (
+            requests.exceptions.InvalidURL,
+            requests.exceptions.MissingSchema,
+            requests.exceptions.InvalidSchema,
+        ):
+            raise ConfigError(
+                f"bad GitHub API URL {self.settings.github_url!r}: use e.g. https://api.github.com"
+            ) from None
+        except requests.exceptions.RequestException as exc:
+            raise GitHubUnavailable(
+                f"cannot reach GitHub at {self.settings.github_url} ({type(exc).__name__}): "
+                "check the network or --github-url, then rerun"
+            ) from None
+
+    def _translate(self, exc: GithubException, repo: str, number: int | None) -> PrhubError:
+        message = _message(exc)
+        if exc.status == 401:
+            return GitHubAuthError(f"GitHub rejected the token ({message}): check GITHUB_TOKEN")
+        if exc.status == 404:
+            if number is not None:
+                return PRNotFound(f"{repo}#{number} does not exist")
+            return RepoNotFound(
+                f"repository {repo} not found (or GITHUB_TOKEN cannot see it): check --repo"
+            )
+        if exc.status == 403 and not _is_rate_limit(exc):
+            return GitHubAuthError(
+                f"GitHub refused access to {repo} ({message}): check the token's scopes"
+            )
+        if _is_rate_limit(exc):
+            return GitHubUnavailable(
+                f"GitHub rate limit reached ({message}); retry after {_reset_hint(exc)}"
+            )
+        return GitHubUnavailable(f"GitHub answered {exc.status} ({message}); rerun later")
+
+
+def _message(exc: GithubException) -> str:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    return str(data.get("message") or exc.status)
+
+
+def _is_rate_limit(exc: GithubException) -> bool:
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    return (
+        isinstance(exc, RateLimitExceededException)
+        or exc.status == 429
+        or (
+            exc.status == 403
+            and ("retry-after" in headers or headers.get("x-ratelimit-remaining") == "0")
+        )
+        or "rate limit" in _message(exc).lower()
+    )
+
+
+def _reset_hint(exc: GithubException) -> str:
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    if "retry-after" in headers:  # a secondary limit: the primary window's reset would mislead
+        return f"{headers['retry-after']} s"
+    reset = headers.get("x-ratelimit-reset")
+    if reset and reset.isdigit():
+        return datetime.fromtimestamp(int(reset)).astimezone().strftime("%H:%M:%S")
+    return "a while"
+
+
+def _retry_hint(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying a GitHub failure, or None when retrying cannot help."""
+    if isinstance(exc, requests.exceptions.SSLError | requests.exceptions.InvalidURL):
+        return None
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+        return 0.0
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return 0.0
+    if not isinstance(exc, GithubException):
+        return None
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    if exc.status >= 500:
+        return 0.0
+    if _is_rate_limit(exc):
+        if "retry-after" in headers:
+            return float(headers["retry-after"])
+        reset = headers.get("x-ratelimit-reset")
+        if reset and reset.isdigit():
+            return max(0.0, int(reset) - datetime.now().timestamp()) + 1
+        return 60.0
+    return None

@@ -1,0 +1,63 @@
+"""Shared fixtures: stand-in servers, a hermetic environment and the shared corpus."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.standins import GitHubStandIn, LLMStandIn
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+GITHUB_TOKEN = "ghp_FAKEtoken0000000000000000000000000000"
+OPENAI_KEY = "sk-FAKEkey0000000000000000000000"
+# Settings read these; a developer's own values must not leak into tests.
+ENV_VARS = (
+    "GITHUB_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "PRHUB_MODEL",
+    "PRHUB_REPO",
+    "GITHUB_API_URL",
+)
+
+
+@pytest.fixture(scope="session")
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("prhub-cache")
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(monkeypatch: pytest.MonkeyPatch, _session_cache: Path) -> None:
+    if not os.environ.get("PRHUB_CACHE_DIR"):
+        monkeypatch.setenv("PRHUB_CACHE_DIR", str(_session_cache))
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def github() -> Iterator[GitHubStandIn]:
+    """A GitHub stand-in over fixtures/github that accepts only GITHUB_TOKEN."""
+    with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN) as server:
+        yield server
+    assert not server.errors, server.errors
+
+
+@pytest.fixture
+def llm() -> Iterator[LLMStandIn]:
+    """An OpenAI stand-in that accepts only OPENAI_KEY."""
+    with LLMStandIn(api_key=OPENAI_KEY) as server:
+        yield server
+    assert not server.errors, server.errors
+
+
+@pytest.fixture
+def corpus_dir() -> Path:
+    """The shared corpus of real PRs next to the repository; skips when it is absent."""
+    path = ROOT.parent / "shared" / "corpus"
+    if not path.is_dir():
+        pytest.skip(f"shared corpus not found at {path}")
+    return path

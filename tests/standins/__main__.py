@@ -1,0 +1,46 @@
+"""Run one stand-in until killed: python -m tests.standins github|llm [options]."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from pathlib import Path
+
+from tests.standins import GitHubStandIn, LLMStandIn
+
+
+def main() -> None:
+    """Parse arguments, start the chosen stand-in, print its URL and serve."""
+    parser = argparse.ArgumentParser(prog="python -m tests.standins")
+    servers = parser.add_subparsers(dest="server", required=True)
+    github = servers.add_parser("github", help="GitHub REST API over a data directory")
+    github.add_argument("--data", type=Path, required=True, help="dir of <owner>/<repo>/pulls")
+    github.add_argument("--token", help="the only token accepted (default: any)")
+    llm = servers.add_parser("llm", help="OpenAI chat completions")
+    llm.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    llm.add_argument("--api-key", help="the only key accepted (default: any)")
+    llm.add_argument("--context-limit", type=int, help="refuse prompts over this many tokens")
+    for sub in (github, llm):
+        sub.add_argument("--port", type=int, default=0)
+        sub.add_argument("--fault-rate", type=float, default=0.0)
+        sub.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    common = {"port": args.port, "fault_rate": args.fault_rate, "seed": args.seed}
+    if args.server == "github":
+        if not args.data.is_dir():
+            parser.error(f"--data {args.data} is not a directory")
+        standin: GitHubStandIn | LLMStandIn = GitHubStandIn(args.data, token=args.token, **common)
+    else:
+        standin = LLMStandIn(
+            api_key=args.api_key, latency=args.latency, context_limit=args.context_limit, **common
+        )
+    with standin:
+        print(standin.url, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

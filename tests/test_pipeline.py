@@ -1,0 +1,309 @@
+"""The weekly pipeline end to end, through the GitHub and LLM stand-ins."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prhub import pipeline, render
+from prhub.config import Settings
+from prhub.model import DigestContent, WeeklyNarrative
+from prhub.prepare.tokens import count
+from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.standins import GitHubStandIn, LLMStandIn
+from tests.standins.llm import default_responder, prompt_text
+
+PULLS = FIXTURES / "github" / "acme" / "rocket" / "pulls"
+
+
+def settings(github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, **extra: Any) -> Settings:
+    values: dict[str, Any] = {
+        "repo": "acme/rocket",
+        "github_url": github.url,
+        "github_token": GITHUB_TOKEN,
+        "openai_base_url": llm.url,
+        "openai_api_key": OPENAI_KEY,
+        "store": tmp_path / "store.db",
+        "retry_base_wait": 0.01,
+        "max_attempts": 3,
+    }
+    return Settings(**{**values, **extra})
+
+
+def responder(body: dict[str, Any]) -> str:
+    """Digests scored by PR number (#106 -> 6.0); a weekly narrative citing #101 and #999."""
+    name = (body.get("response_format") or {}).get("json_schema", {}).get("name")
+    text = prompt_text(body)
+    if name == "DigestContent":
+        number = int(re.search(r"PR #(\d+)", text).group(1))
+        content = json.loads(default_responder(body))
+        content.update(title=f"第 {number} 号改动", importance=float(number % 10), related_prs=[])
+        return json.dumps(content, ensure_ascii=False)
+    if name == "WeeklyNarrative":
+        narrative = json.loads(default_responder(body))
+        narrative["highlights"] = ["#101 修复温度为零，另见 #999。", "趋势二", "趋势三"]
+        narrative["trends"] = [{"theme": "rollout", "prs": [101, 999], "judgement": "升温"}]
+        narrative["key_prs"] = [
+            {"number": 106, "topic": "重命名", "note": "配置项改名"},
+            {"number": 999, "topic": "不存在", "note": "不在本周"},
+        ]
+        return json.dumps(narrative, ensure_ascii=False)
+    return default_responder(body)
+
+
+@pytest.fixture
+def smart_llm(llm: LLMStandIn) -> LLMStandIn:
+    llm.responder = responder
+    return llm
+
+
+def fixture_pulls(numbers: range) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    return [
+        (
+            json.loads((PULLS / f"{n}.json").read_text()),
+            json.loads((PULLS / f"{n}.files.json").read_text()),
+        )
+        for n in numbers
+    ]
+
+
+def test_week_31_in_shanghai_holds_exactly_its_prs(github, smart_llm, tmp_path):
+    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31)
+    assert report.facts.prs == [101, 102, 103, 104, 105, 106]
+    assert [d.number for d in report.digests] == report.facts.prs
+    assert report.failed == []
+
+
+def test_utc_moves_the_week_boundary(github, smart_llm, tmp_path):
+    report = pipeline.weekly(settings(github, smart_llm, tmp_path, tz="UTC"), year=2026, week=31)
+    assert report.facts.prs == [101, 102, 103, 104, 105, 106, 107]  # 107: Monday 00:30 in Beijing
+
+
+def test_every_figure_matches_an_independent_count(github, smart_llm, tmp_path):
+    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31)
+    text = render.weekly_markdown(report)
+    pulls = fixture_pulls(range(101, 107))
+
+    additions = sum(p["additions"] for p, _ in pulls)
+    deletions = sum(p["deletions"] for p, _ in pulls)
+    assert f"共合入 6 个 PR（+{additions:,} / −{deletions:,} 行）" in text
+
+    kinds = {"fix": "bugfix", "feat": "feature", "doc": "docs", "ci": "ci", "refactor": "refactor"}
+    tags: Counter[str] = Counter()
+    for pull, _ in pulls:
+        head, _, rest = pull["title"].rpartition("]")
+        modules = {m.strip().lower() for m in re.findall(r"[^\[\],]+", head)} - {"breaking"}
+        kind = kinds[rest.split(":")[0].strip()]
+        tags.update(modules | {kind} | {label["name"].lower() for label in pull["labels"]})
+    assert report.facts.tags == dict(tags)
+    for tag, n in tags.items():
+        assert f"| {tag} | {n} |" in text
+
+    touched: Counter[str] = Counter(f["filename"] for _, files in pulls for f in files)
+    hot = {path for path, n in touched.items() if n >= 2}
+    assert {h.path for h in report.facts.hot_files} == hot
+    for path in hot:
+        assert f"`{path}`" in text
+
+    authors = Counter(p["user"]["login"] for p, _ in pulls)
+    top, top_count = authors.most_common(1)[0]
+    assert report.facts.top_author_share == pytest.approx(top_count / 6)
+    assert f"最多产的 {top} 贡献 {top_count} 个（{top_count / 6:.0%}）" in text
+
+    first = [
+        p["user"]["login"] for p, _ in pulls if p["author_association"] == "FIRST_TIME_CONTRIBUTOR"
+    ]
+    assert [a.author for a in report.facts.first_time] == first
+    assert [b.number for b in report.facts.breaking] == [
+        p["number"] for p, _ in pulls if "[BREAKING]" in p["title"]
+    ]
+
+    def is_test(path: str) -> bool:
+        return "tests/" in path or Path(path).name.startswith("test_")
+
+    untested = [
+        p["number"]
+        for p, files in pulls
+        if any(f["filename"].endswith(".py") and not is_test(f["filename"]) for f in files)
+        and not any(is_test(f["filename"]) for f in files)
+    ]
+    assert report.facts.untested == untested
+    # the responder scores PR n as n % 10: the key-PR table is ordered by that and shows it
+    assert report.facts.mean_importance == pytest.approx(sum(n % 10 for n in range(101, 107)) / 6)
+    assert report.facts.key_prs == [106, 105, 104, 103, 102, 101]
+    assert f"平均重要性 {report.facts.mean_importance:.2f}" in text
+    assert "| 6.0 |" in text and "[#106]" in text
+
+
+def test_citations_outside_the_week_are_removed_and_counted(github, smart_llm, tmp_path):
+    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31)
+    narrative = report.narrative
+    assert narrative is not None
+    assert "#999" not in narrative.model_dump_json()
+    assert narrative.highlights[0].startswith("#101")
+    assert narrative.trends[0].prs == [101]
+    assert [k.number for k in narrative.key_prs] == [106]
+    assert report.meta.dropped_citations == 3
+    cited = {int(n) for n in re.findall(r"#(\d+)", render.weekly_markdown(report))}
+    assert cited <= set(report.facts.prs)
+
+
+def test_revert_is_found_with_the_reverted_pr(github, smart_llm, tmp_path):
+    report = pipeline.weekly(settings(github, smart_llm, tmp_path, tz="UTC"), year=2026, week=31)
+    [revert] = report.facts.reverts
+    assert (revert.number, revert.reverted) == (107, 103)
+    merged = {p["number"]: p["merged_at"] for p, _ in fixture_pulls(range(103, 108))}
+    from datetime import datetime
+
+    hours = (
+        datetime.fromisoformat(merged[107]) - datetime.fromisoformat(merged[103])
+    ).total_seconds() / 3600
+    assert revert.delay_hours == pytest.approx(round(hours, 1))
+    assert "#107 撤销了 #103" in render.weekly_markdown(report)
+
+
+def test_rerun_of_an_unchanged_week_makes_no_llm_call(github, smart_llm, tmp_path):
+    config = settings(github, smart_llm, tmp_path)
+    first = pipeline.weekly(config, year=2026, week=31)
+    llm_calls, github_calls = len(smart_llm.bodies), len(github.requests)
+    again = pipeline.weekly(config, year=2026, week=31, narrate=False)
+    assert len(smart_llm.bodies) == llm_calls
+    new = github.requests[github_calls:]
+    assert all(r["path"] == "/search/issues" for r in new)  # search pages only
+    assert again.meta.cached_digests == 6 and again.meta.usage.calls == 0
+    assert [d.content for d in again.digests] == [d.content for d in first.digests]
+
+
+def test_a_new_model_resummarises(github, smart_llm, tmp_path):
+    pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31, narrate=False)
+    calls = len(smart_llm.bodies)
+    pipeline.weekly(
+        settings(github, smart_llm, tmp_path, model="other-model"),
+        year=2026,
+        week=31,
+        narrate=False,
+    )
+    assert len(smart_llm.bodies) == calls + 6
+
+
+def test_github_requests_per_pr_stay_within_three(github, smart_llm, tmp_path):
+    pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31, narrate=False)
+    per_pr = [r for r in github.requests if r["path"] != "/search/issues"]
+    assert len(per_pr) <= 3 * 6
+
+
+def test_failed_prs_are_listed_and_only_they_are_redone(github, llm, tmp_path):
+    def flaky(body: dict[str, Any]) -> str:
+        if "PR #103" in prompt_text(body) and not flaky.healed:
+            return "not json"
+        return responder(body)
+
+    flaky.healed = False  # type: ignore[attr-defined]
+    llm.responder = flaky
+    config = settings(github, llm, tmp_path)
+    report = pipeline.weekly(config, year=2026, week=31)
+    assert [f.number for f in report.failed] == [103]
+    assert report.facts.prs == [101, 102, 104, 105, 106]
+    text = render.weekly_markdown(report)
+    assert "## 未能生成导读的 PR" in text and "- #103：" in text
+
+    flaky.healed = True  # type: ignore[attr-defined]
+    before = len(llm.bodies)
+    again = pipeline.weekly(config, year=2026, week=31, narrate=False)
+    digest_calls = [b for b in llm.bodies[before:] if "PR #" in prompt_text(b)]
+    assert len(digest_calls) == 1 and "PR #103" in prompt_text(digest_calls[0])
+    assert again.failed == [] and again.facts.prs == [101, 102, 103, 104, 105, 106]
+
+
+def test_empty_week_gives_a_short_valid_report(github, smart_llm, tmp_path):
+    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=20)
+    assert report.facts.pr_count == 0 and report.narrative is None
+    assert smart_llm.bodies == []
+    text = render.weekly_markdown(report)
+    assert "本周没有合入任何 PR" in text and "2026 年第 20 周" in text
+
+
+def test_tables_stay_well_formed_with_hostile_titles(github, llm, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURES / "github", data)
+    pull_path = data / "acme" / "rocket" / "pulls" / "101.json"
+    pull = json.loads(pull_path.read_text())
+    pull["title"] = "[rollout] fix: a | b `c` <script>alert(1)</script>"
+    pull_path.write_text(json.dumps(pull))
+
+    def hostile(body: dict[str, Any]) -> str:
+        reply = json.loads(responder(body))
+        if "title" in reply:
+            reply["title"] = "标题 | 带竖线 `x|y` <b>粗</b>"
+        if "key_prs" in reply:
+            reply["trends"] = [{"theme": "a|b", "prs": [101], "judgement": "<i>x</i> | y"}]
+            reply["key_prs"] = [{"number": 106, "topic": "t|t", "note": "`a|b` c"}]
+        return json.dumps(reply, ensure_ascii=False)
+
+    llm.responder = hostile
+    with GitHubStandIn(data, token=GITHUB_TOKEN) as server:
+        report = pipeline.weekly(settings(server, llm, tmp_path), year=2026, week=31)
+    text = render.weekly_markdown(report)
+    assert "<script>" not in text and "<b>" not in text and "<i>" not in text
+    table: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        if table:
+            widths = {len(re.findall(r"(?<!\\)\|", row)) for row in table}
+            assert len(widths) == 1, table
+            table = []
+
+
+def test_weekly_narrative_map_reduces_when_digests_overflow(github, smart_llm, tmp_path):
+    config = settings(github, smart_llm, tmp_path)
+    report = pipeline.weekly(config, year=2026, week=31, narrate=False)
+    many = [
+        d.model_copy(update={"number": 1000 + i}) for i in range(40) for d in report.digests[:1]
+    ]
+    facts = report.facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 40})
+    small = config.model_copy(update={"input_budget": 3500})
+    before = len(smart_llm.bodies)
+    with pipeline.LLM(small) as client:
+        narrative, usage = pipeline._narrate(facts, many, small, client)
+    sent = smart_llm.bodies[before:]
+    assert isinstance(narrative, WeeklyNarrative)
+    assert len(sent) == usage.calls >= 3  # at least two groups and the final call
+    assert all(count(prompt_text(body)) <= 3500 for body in sent)
+    assert "第 1 组草稿" in prompt_text(sent[-1])
+
+
+def test_window_rejects_bad_weeks_and_dates(github, smart_llm, tmp_path):
+    from datetime import UTC, datetime
+
+    from prhub.errors import ConfigError
+
+    config = settings(github, smart_llm, tmp_path)
+    now = datetime(2026, 11, 30, 9, tzinfo=UTC)
+    for kwargs, message in [
+        ({"year": 2026, "week": 0}, "week 0"),
+        ({"year": 2026, "week": 54}, "week 54"),
+        ({"year": 2026, "week": 50}, "has not started"),
+        ({"since": "2026-13-01"}, "--since"),
+        ({"since": "2026-08-02", "until": "2026-08-01"}, "must come after"),
+        ({"week": 3, "since": "2026-08-01"}, "either --week"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            pipeline.window(config, now=now, **kwargs)
+    start, end, year, week = pipeline.window(config, now=now)
+    assert (year, week) == (2026, 48) and (end - start).days == 7
+    start, end, _, week = pipeline.window(config, since="2026-07-27", until="2026-08-02", now=now)
+    assert week is None and (end - start).days == 7
+
+
+def test_digest_content_schema_is_strict_for_openai():
+    schema = DigestContent.model_json_schema()
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == set(schema["properties"])

@@ -1,0 +1,370 @@
+"""prepare(): noise, ranking, packing within budgets, coverage and redaction of a whole PR."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from prhub.config import Settings
+from prhub.model import FileChange, PreparedPR, PullRequest
+from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
+from prhub.prepare.tokens import count
+
+# Secrets are assembled at run time so that no scanner mistakes this file for a leak.
+GITHUB = "gh" + "p_" + "A1b2C3d4E5" * 4
+GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0" + "_" + "q1W2e3R4t5" * 6
+OPENAI = "sk" + "-proj-" + "T3BlbkFJ" + "x9Y8z7W6v5" * 4
+AWS_ID = "AKIA" + "Q3ZKX7PLM2WN4RT6"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY9q8Z2mK7pL"
+SLACK = "xo" + "xb-" + "123456789012-" + "aBcDeFgHiJkLmNoP"
+WEBHOOK = "https://hooks.slack" + ".com/services/" + "T0AAA1BBB/B0CCC2DDD/" + "q1w2E3r4T5y6U7i8"
+KEY_BODY = "MIIEpAIBAAKCAQEA7x9Y8z7W6v5" * 3
+PRIVATE_KEY = "-----BEGIN " + "PRIVATE KEY-----\n" + KEY_BODY + "\n-----END " + "PRIVATE KEY-----"
+PASSWORD = "Zq8vR2mK9pL4xT7w"
+ENC = "o200k_base"
+AGGREGATE = re.compile(r"^(\S+/) — [\d,]+ files?, ", re.M)
+
+
+def corpus_dir() -> Path:
+    return Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def hunk(start: int, added: int, deleted: int, tag: str) -> str:
+    lines = [f"@@ -{start},{deleted + 2} +{start},{added + 2} @@ def {tag}():", "     ctx = 1"]
+    lines += [f"-    old_{tag}_{i} = legacy({i})" for i in range(deleted)]
+    lines += [f"+    new_{tag}_{i} = compute({i}, scale=2)" for i in range(added)]
+    return "\n".join([*lines, "     return ctx"])
+
+
+def change(path: str, hunks: int = 1, added: int = 5, deleted: int = 1, **kw: object) -> FileChange:
+    patch = "\n".join(hunk(1 + 50 * i, added, deleted, f"f{i}") for i in range(hunks))
+    fields: dict = dict(
+        path=path,
+        status="modified",
+        additions=hunks * added,
+        deletions=hunks * deleted,
+        patch=patch,
+    )
+    return FileChange(**{**fields, **kw})
+
+
+def make_pr(files: list[FileChange], title: str = "feat: a change", body: str = "") -> PullRequest:
+    return PullRequest(
+        repo="o/r",
+        number=1,
+        title=title,
+        body=body,
+        author="me",
+        created_at=datetime(2026, 8, 1, tzinfo=UTC),
+        files=files,
+    )
+
+
+@cache
+def synthetic(n: int) -> PullRequest:
+    """n files: mostly source, some tests, docs, config, noise and patchless files."""
+    files = []
+    for i in range(n):
+        kind = i % 20
+        size = dict(hunks=1 + i % 4, added=2 + (i * 7) % 23, deleted=i % 4)
+        if kind < 11:
+            files.append(change(f"pkg/mod{i % 13}/sub{i % 3}/file_{i}.py", **size))
+        elif kind < 15:
+            files.append(change(f"tests/mod{i % 5}/test_file_{i}.py", **size))
+        elif kind < 17:
+            files.append(change(f"docs/guide/page_{i}.md", **size))
+        elif kind == 17:
+            files.append(change(f"configs/job_{i}.yaml", **size))
+        elif kind == 18:
+            files.append(change(f"vendor/lib{i}/x.go", **size))
+        else:
+            files.append(change(f"pkg/big/data_{i}.py", additions=900, deletions=0, patch=None))
+    return make_pr(files)
+
+
+def run(
+    pr: PullRequest, budget: int, calls: int = 4, index: int = 2000, **kw: object
+) -> PreparedPR:
+    settings = Settings(max_calls=calls, **kw)  # type: ignore[arg-type]
+    return prepare(pr, settings, chunk_budget=budget, index_budget=index)
+
+
+def check_invariants(pr: PullRequest, out: PreparedPR, budget: int, calls: int) -> None:
+    assert 1 <= len(out.chunks) <= calls
+    for chunk in out.chunks:
+        assert count(chunk, ENC) <= budget
+    cov = out.coverage
+    parts = [cov.full, cov.excerpt, cov.listed, cov.excluded]
+    paths = [f.path for f in pr.files]
+    assert sorted(p for part in parts for p in part) == sorted(paths)
+    assert sum(map(len, parts)) == len(paths)
+    assert cov.lines_total == sum(f.additions + f.deletions for f in pr.files)
+    assert 0 <= cov.lines_seen <= cov.lines_total
+    assert cov.lines_seen == sum(f.lines_seen for f in out.files)
+    text = "\n".join(out.chunks)
+    folders = AGGREGATE.findall(text)
+    for path in [*cov.full, *cov.excerpt, *cov.listed]:
+        assert path in text or any(d == "./" or path.startswith(d) for d in folders), (
+            f"{path} left no trace"
+        )
+
+
+@pytest.mark.parametrize("n", [1, 50, 500, 3000])
+@pytest.mark.parametrize("budget", [2000, 20000])
+@pytest.mark.parametrize("calls", [1, 4])
+def test_budgets_hold_and_every_file_leaves_a_trace(n: int, budget: int, calls: int) -> None:
+    pr = synthetic(n)
+    out = run(pr, budget, calls, index=1500)
+    check_invariants(pr, out, budget, calls)
+    assert count(out.index, ENC) <= 1500
+
+
+def test_large_pr_aggregates_listed_files_by_directory() -> None:
+    out = run(synthetic(3000), 2000, 1)
+    assert AGGREGATE.search(out.chunks[0])
+    assert "listed only" in out.chunks[0]
+
+
+def test_index_names_every_file_when_it_fits() -> None:
+    pr = synthetic(50)
+    out = run(pr, 2000, 1, index=4000)
+    for f in out.files:
+        assert f"{f.path} (" in out.index
+    assert out.index.startswith("50 files, ")
+
+
+def test_index_aggregates_when_too_long() -> None:
+    out = run(synthetic(3000), 20000, 4, index=300)
+    assert count(out.index, ENC) <= 300
+    assert "3,000 files" in out.index
+
+
+def test_small_pr_is_one_chunk_with_everything_in_full() -> None:
+    pr = synthetic(50)
+    out = run(pr, 200_000, 4)
+    assert len(out.chunks) == 1
+    assert out.coverage.listed == [f.path for f in pr.files if f.patch is None]
+    cov = out.coverage
+    assert len(cov.full) == len(pr.files) - len(cov.excluded) - len(cov.listed)
+
+
+def test_no_files() -> None:
+    out = run(make_pr([]), 2000)
+    assert out.chunks == ["No files changed."]
+    assert out.coverage.lines_total == 0 and out.coverage.share_seen == 1.0
+
+
+def test_spreads_over_chunks_before_leaving_files_out() -> None:
+    files = [change(f"src/m{i}.py", hunks=6, added=20) for i in range(6)]
+    one = run(make_pr(files), 3000, 1)
+    many = run(make_pr(files), 3000, 4)
+    assert len(one.chunks) == 1 and one.coverage.listed + one.coverage.excerpt
+    assert len(many.chunks) > 1
+    assert many.coverage.lines_seen > one.coverage.lines_seen
+    check_invariants(make_pr(files), many, 3000, 4)
+
+
+def test_a_file_larger_than_a_chunk_continues_in_the_next() -> None:
+    pr = make_pr([change("src/huge.py", hunks=12, added=30)])
+    out = run(pr, 2000, 4)
+    assert out.coverage.full == ["src/huge.py"]
+    assert len(out.chunks) > 1
+    assert out.chunks[1].startswith("### src/huge.py (continued)")
+    check_invariants(pr, out, 2000, 4)
+
+
+def test_excerpt_shows_first_hunks_and_says_what_is_left_out() -> None:
+    pr = make_pr([change("src/a.py", hunks=20, added=15)])
+    out = run(pr, 1500, 1)
+    assert out.coverage.excerpt == ["src/a.py"]
+    view = out.files[0]
+    assert 0 < view.lines_seen < view.additions + view.deletions
+    assert view.reason.startswith("over budget: ")
+    assert "def f0():" in out.chunks[0] and "def f19():" not in out.chunks[0]
+    assert re.search(r"… [\d,]+ changed lines in \d+ more hunks not shown", out.chunks[0])
+
+
+def test_ranking_source_then_tests_then_docs_then_bigger_first() -> None:
+    files = [
+        change("docs/usage.md", added=40),
+        change("tests/test_core.py", added=20),
+        change(".github/workflows/ci.yml", added=30),
+        change("src/small.py", added=2),
+        change("src/big.py", added=10),
+    ]
+    out = run(make_pr(files), 20000)
+    text = out.chunks[0]
+    order = ["src/big.py", "src/small.py", "tests/test_core.py", "docs/usage.md", "ci.yml"]
+    positions = [text.index(name) for name in order]
+    assert positions == sorted(positions)
+
+
+def test_deletion_only_hunks_collapse_to_one_line() -> None:
+    patch = "\n".join(
+        [
+            "@@ -10,27 +10,2 @@ class A:",
+            "     keep = 1",
+            *[f"-    gone_{i} = {i}" for i in range(25)],
+            "     also = 2",
+            hunk(80, 3, 0, "kept"),
+        ]
+    )
+    pr = make_pr([change("src/a.py", additions=3, deletions=25, patch=patch)])
+    out = run(pr, 20000)
+    assert "@@ -10,27 +10,2 @@ (25 lines deleted)" in out.chunks[0]
+    assert "gone_" not in out.chunks[0]
+    assert "new_kept_2" in out.chunks[0]
+    assert out.files[0].lines_seen == 28
+
+
+def test_removed_file_is_one_line() -> None:
+    patch = "@@ -1,40 +0,0 @@\n" + "\n".join(f"-line {i}" for i in range(40))
+    pr = make_pr([change("src/old.py", status="removed", additions=0, deletions=40, patch=patch)])
+    out = run(pr, 20000)
+    assert out.chunks[0] == "### src/old.py (removed, +0/-40)\n@@ -1,40 +0,0 @@ (40 lines deleted)"
+
+
+def test_pure_rename_is_one_line() -> None:
+    rename = FileChange(path="src/new.py", previous_path="src/old.py", status="renamed", patch=None)
+    edited = change("src/b.py", status="renamed", previous_path="src/a.py")
+    out = run(make_pr([rename, edited]), 20000)
+    assert "renamed: src/old.py -> src/new.py" in out.chunks[0]
+    assert "### src/b.py (renamed from src/a.py, +5/-1)" in out.chunks[0]
+    assert out.files[0].view == "full" and out.files[0].lines_seen == 0
+
+
+@pytest.mark.parametrize(
+    ("file", "reason"),
+    [
+        (change("uv.lock"), "lock file"),
+        (change("web/package-lock.json"), "lock file"),
+        (change("go.sum"), "lock file"),
+        (change("api/service_pb2.py"), "generated file"),
+        (change("api/service.pb.go"), "generated file"),
+        (change("verl/trainer/config/_generated_ppo_trainer.yaml"), "generated file"),
+        (change("vendor/github.com/x/y.go"), "vendored"),
+        (change("src/third_party/lib.c"), "vendored"),
+        (change("static/app.min.js"), "minified"),
+        (change("static/site.min.css"), "minified"),
+        (change("img/logo.png", additions=0, deletions=0, patch=None), "binary, no patch"),
+        (change("model.bin", additions=0, deletions=0, patch=None), "binary, no patch"),
+        (change("tests/__snapshots__/view.snap"), "data file"),
+        (change("data/train.csv"), "data file"),
+        (change("tests/fixtures/big.json", added=300), "data file"),
+        (change("docs/notes.txt"), "matches noise glob 'docs/*.txt'"),
+    ],
+)
+def test_noise_is_excluded_with_a_reason(file: FileChange, reason: str) -> None:
+    pr = make_pr([file, change("src/real.py")])
+    out = run(pr, 20000, noise_globs=("docs/*.txt",))
+    assert out.files[0].view == "excluded"
+    assert out.files[0].reason == reason
+    assert out.coverage.excluded == [file.path]
+    assert "new_f0_0" in out.chunks[0]  # the real file is still shown
+
+
+def test_not_noise() -> None:
+    files = [change("tests/fixtures/small.json"), change("src/generation.py"), change("a/data.py")]
+    out = run(make_pr(files), 20000)
+    assert out.coverage.excluded == []
+
+
+def test_a_file_github_sent_no_patch_for_is_listed() -> None:
+    pr = make_pr([change("src/huge.py", additions=5000, deletions=10, patch=None)])
+    out = run(pr, 20000)
+    assert out.files[0].view == "listed"
+    assert out.files[0].reason == "GitHub sent no patch (too large)"
+    assert "src/huge.py (modified, +5000/-10)" in out.chunks[0]
+
+
+def test_notebook_outputs_are_dropped() -> None:
+    image = '+      "image/png": "' + "iVBORw0KGgo" * 100 + '",'
+    patch = "@@ -1,3 +1,4 @@\n+    \"print('hi')\\n\",\n" + image + "\n     }"
+    pr = make_pr([change("nb/demo.ipynb", additions=2, deletions=0, patch=patch)])
+    out = run(pr, 20000)
+    assert "iVBORw0KGgo" not in out.chunks[0] and "print('hi')" in out.chunks[0]
+    assert out.files[0].view == "full" and out.files[0].lines_seen == 1
+    assert out.files[0].reason == "notebook: 1 output lines dropped"
+
+
+def test_title_and_body_are_cut_to_their_budgets() -> None:
+    title = "fix: " + "very long title words " * 100
+    body = "A paragraph of the description. " * 2000
+    out = run(make_pr([change("a.py")], title=title, body=body), 20000)
+    assert count(out.title, ENC) <= TITLE_BUDGET and out.title.endswith("[title truncated]")
+    assert count(out.body, ENC) <= BODY_BUDGET and out.body.endswith("[body truncated]")
+    short = run(make_pr([change("a.py")], title="fix: x", body="short"), 20000)
+    assert (short.title, short.body) == ("fix: x", "short")
+
+
+def test_secrets_never_reach_the_model() -> None:
+    secrets = [GITHUB, GITHUB_PAT, OPENAI, AWS_ID, AWS_SECRET, SLACK, WEBHOOK, PASSWORD]
+    lines = [
+        f"GITHUB_TOKEN = '{GITHUB}'",
+        f"pat = {GITHUB_PAT}",
+        f'client = OpenAI(api_key="{OPENAI}")',
+        f"aws_access_key_id = {AWS_ID}",
+        f"aws_secret_access_key = {AWS_SECRET}",
+        f"slack = '{SLACK}'",
+        f"hook = '{WEBHOOK}'",
+        f"url = 'https://bob:{PASSWORD}@db.example.com/x'",
+        f'password = "{PASSWORD}"',
+        *PRIVATE_KEY.split("\n"),
+    ]
+    patch = f"@@ -0,0 +1,{len(lines)} @@\n" + "\n".join("+" + line for line in lines)
+    files = [
+        change("src/config.py", additions=len(lines), deletions=0, patch=patch),
+        change(f"keys/{GITHUB}.txt"),
+        change("deploy/.env", patch="@@ -1 +1 @@\n-DB_URL=plain-old-value\n+DB_URL=plain-new"),
+    ]
+    pr = make_pr(files, title=f"chore: rotate {AWS_ID}", body=f"Uses {OPENAI} and {SLACK}.")
+    out = run(pr, 20000)
+    shown = "\n".join(
+        [*out.chunks, out.title, out.body, out.index, *(f.path for f in out.files)]
+        + [p for part in (out.coverage.full, out.coverage.listed) for p in part]
+    )
+    for secret in [*secrets, KEY_BODY, "plain-old-value", "plain-new"]:
+        assert secret not in shown
+    assert out.redactions == {
+        "github_token": 3,  # patch, pat line and file name
+        "api_key": 2,  # patch and body
+        "aws_access_key_id": 2,  # patch and title
+        "aws_secret_key": 1,
+        "slack_token": 2,  # patch and body
+        "slack_webhook": 1,
+        "url_credentials": 1,
+        "secret": 1,
+        "private_key": 1,
+        "env_value": 2,
+    }
+    assert out.files[1].path == "keys/[REDACTED:github_token].txt"
+
+
+def test_corpus_prs_fit_the_default_budget() -> None:
+    pulls_dirs = sorted(corpus_dir().glob("*/*/pulls"))
+    if not pulls_dirs:
+        pytest.skip("corpus not found beside the repository")
+    settings = Settings()
+    budget = settings.input_budget - 3000
+    for pulls in pulls_dirs:
+        for path in sorted(pulls.glob("*.files.json")):
+            files = [
+                FileChange(
+                    path=f["filename"],
+                    previous_path=f.get("previous_filename"),
+                    status=f["status"],
+                    additions=f["additions"],
+                    deletions=f["deletions"],
+                    patch=f.get("patch"),
+                )
+                for f in json.loads(path.read_text())
+            ]
+            pr = make_pr(files)
+            out = prepare(pr, settings, chunk_budget=budget, index_budget=4000)
+            check_invariants(pr, out, budget, settings.max_calls)
+            assert count(out.index, ENC) <= 4000

@@ -1,0 +1,132 @@
+"""Secret redaction: every kind is caught, ordinary code is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from prhub.prepare import redact
+from prhub.prepare.redact import entropy, is_env_file, looks_random
+
+# Secrets are assembled at run time so that no scanner mistakes this file for a leak.
+GITHUB = "gh" + "p_" + "A1b2C3d4E5" * 4
+GITHUB_OAUTH = "gh" + "o_" + "Z9y8X7w6V5" * 4
+GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0" + "_" + "q1W2e3R4t5" * 6
+OPENAI = "sk" + "-proj-" + "T3BlbkFJ" + "x9Y8z7W6v5" * 4
+ANTHROPIC = "sk" + "-ant-api03-" + "Qm9vYmFy" + "k7L6m5N4" * 5
+AWS_ID = "AKIA" + "Q3ZKX7PLM2WN4RT6"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY9q8Z2mK7pL"
+SLACK = "xo" + "xb-" + "123456789012-" + "aBcDeFgHiJkLmNoP"
+WEBHOOK = "https://hooks.slack" + ".com/services/" + "T0AAA1BBB/B0CCC2DDD/" + "q1w2E3r4T5y6U7i8"
+KEY_BODY = "MIIEpAIBAAKCAQEA7x9Y8z7W6v5" * 3
+PRIVATE_KEY = (
+    "-----BEGIN RSA " + "PRIVATE KEY-----\n" + KEY_BODY + "\n-----END RSA " + "PRIVATE KEY-----"
+)
+PASSWORD = "Zq8vR2mK9pL4xT7w"
+
+# (kind, text holding one secret, the secret)
+CASES = [
+    ("github_token", f"GITHUB_TOKEN = '{GITHUB}'", GITHUB),
+    ("github_token", f"use {GITHUB_OAUTH} here", GITHUB_OAUTH),
+    ("github_token", f"token: {GITHUB_PAT}", GITHUB_PAT),
+    ("api_key", f'client = OpenAI(api_key="{OPENAI}")', OPENAI),
+    ("api_key", f"ANTHROPIC_API_KEY={ANTHROPIC}", ANTHROPIC),
+    ("aws_access_key_id", f"aws_access_key_id = {AWS_ID}", AWS_ID),
+    ("aws_secret_key", f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+    ("aws_secret_key", f'"AWS_SECRET_ACCESS_KEY": "{AWS_SECRET}"', AWS_SECRET),
+    ("slack_token", f"slack = '{SLACK}'", SLACK),
+    ("slack_webhook", f"post to {WEBHOOK} now", WEBHOOK),
+    ("private_key", f"key = '''\n{PRIVATE_KEY}\n'''", KEY_BODY),
+    ("url_credentials", f"DB = 'postgres://admin:{PASSWORD}@db.example.com/app'", PASSWORD),
+    ("secret", f'password = "{PASSWORD}"', PASSWORD),
+    ("secret", f"client_secret: {PASSWORD}", PASSWORD),
+    ("secret", f'"apiKey": "{PASSWORD}"', PASSWORD),
+    ("secret", f"db_passwd := '{PASSWORD}'", PASSWORD),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), CASES)
+def test_each_kind_is_redacted(kind: str, text: str, secret: str) -> None:
+    out, counts = redact(text)
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
+    assert counts == {kind: 1}
+
+
+def test_url_credentials_keep_scheme_and_host() -> None:
+    out, _ = redact(f"git clone https://bob:{PASSWORD}@git.example.com/repo.git")
+    assert out == "git clone https://[REDACTED:url_credentials]@git.example.com/repo.git"
+
+
+def test_private_key_in_a_diff_is_one_marker() -> None:
+    lines = PRIVATE_KEY.split("\n")
+    patch = "@@ -0,0 +1,4 @@\n+x = 1\n" + "\n".join("+" + line for line in lines) + "\n+y = 2"
+    out, counts = redact(patch)
+    assert out == "@@ -0,0 +1,4 @@\n+x = 1\n+[REDACTED:private_key]\n+y = 2"
+    assert counts == {"private_key": 1}
+
+
+def test_unterminated_private_key_is_redacted_to_the_end() -> None:
+    out, counts = redact("+-----BEGIN OPENSSH " + "PRIVATE KEY-----\n+" + KEY_BODY)
+    assert KEY_BODY not in out and counts == {"private_key": 1}
+
+
+def test_env_file_values() -> None:
+    patch = "@@ -1,2 +1,3 @@\n DEBUG=1\n-DB_URL=old-value\n+DB_URL=new-value\n+EMPTY=\n# note"
+    out, counts = redact(patch, env_file=True)
+    assert "old-value" not in out and "new-value" not in out
+    assert " DEBUG=[REDACTED:env_value]" in out and "+EMPTY=\n" in out
+    assert counts == {"env_value": 3}
+    assert redact(patch)[1] == {}  # the same lines in an ordinary file are left alone
+
+
+def test_env_file_names() -> None:
+    assert is_env_file(".env") and is_env_file("deploy/.env.prod") and is_env_file("local.env")
+    assert not is_env_file("env.py") and not is_env_file("docs/environment.md")
+
+
+def test_a_secret_is_counted_once() -> None:
+    out, counts = redact(f'token = "{GITHUB}"')
+    assert out == 'token = "[REDACTED:github_token]"'
+    assert counts == {"github_token": 1}
+
+
+def test_several_secrets_in_one_text() -> None:
+    text = f"a={GITHUB}\nb={AWS_ID}\nc={GITHUB_OAUTH}\n"
+    out, counts = redact(text)
+    assert counts == {"github_token": 2, "aws_access_key_id": 1}
+    assert out.count("[REDACTED:") == 3
+
+
+ORDINARY = [
+    "token = tokenizer.encode(x)",
+    "password: str",
+    "token: str",
+    'api_key=os.environ["OPENAI_API_KEY"]',
+    'password = os.environ["DB_PASSWORD"]',
+    'token = "abc"',
+    "max_tokens: 1000",
+    'pad_token = "<|endoftext|>"',
+    'tokenizer_path = "Qwen/Qwen2.5-7B-Instruct"',
+    'password: "your_password_here"',
+    "if token == expected_token_value_here:",
+    'commit = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"',
+    'request_id = "123e4567-e89b-12d3-a456-426614174000"',
+    "url = 'https://user@example.com/path'",
+    "dsn = 'postgres://{user}:{password}@{host}/db'",
+    "risk-aware-scheduling-with-4-experts-enabled",
+    "task-0123456789abcdefghij",
+    "See https://github.com/verl-project/verl/pull/7224 for details.",
+    "secret_key_path: /etc/keys/service.pem",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_code_is_left_alone(text: str) -> None:
+    assert redact(text) == (text, {})
+
+
+def test_entropy_threshold() -> None:
+    assert entropy("aaaa") == 0
+    assert looks_random(PASSWORD)
+    assert not looks_random("hunter2")  # too short
+    assert not looks_random("abcabcabcabcabc123")  # too regular

@@ -1,0 +1,426 @@
+"""The stand-ins answer like GitHub and OpenAI, as seen through PyGithub and the openai SDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import requests
+from github import (
+    Auth,
+    BadCredentialsException,
+    Github,
+    GithubException,
+    GithubRetry,
+    RateLimitExceededException,
+    UnknownObjectException,
+)
+from pydantic import BaseModel, Field
+
+from prhub.model import ChunkNotes, DigestContent
+from prhub.prepare import tokens
+from tests.standins import GitHubStandIn, LLMStandIn, schema_instance
+
+BEIJING_WEEK_31 = "merged:2026-07-27T00:00:00+08:00..2026-08-03T00:00:00+08:00"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "fixtures" / "github"
+PULLS = DATA / "acme" / "rocket" / "pulls"
+
+
+_clients: list[Github] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    # An unclosed client's pooled socket warns when collected, and warnings are errors here.
+    yield
+    while _clients:
+        _clients.pop().close()
+
+
+def client(server: GitHubStandIn, token: str | None = None, **kwargs: Any) -> Github:
+    options = {"retry": None, "seconds_between_requests": None, "seconds_between_writes": None}
+    auth = Auth.Token(token or server.token or "ghp_any")
+    gh = Github(base_url=server.url, auth=auth, **{**options, **kwargs})
+    _clients.append(gh)
+    return gh
+
+
+def search(gh: Github, query: str) -> list[int]:
+    return [issue.number for issue in gh.search_issues(query)]
+
+
+def raw(server: GitHubStandIn, path: str, **params: Any) -> requests.Response:
+    headers = {"Authorization": f"token {server.token}"} if server.token else {}
+    return requests.get(server.url + path, params=params, headers=headers, timeout=5)
+
+
+# GitHub
+
+
+def test_repository_and_pull(github: GitHubStandIn) -> None:
+    repo = client(github).get_repo("acme/rocket")
+    assert (repo.full_name, repo.default_branch, repo.private) == ("acme/rocket", "main", False)
+    pull = repo.get_pull(106)
+    assert pull.title.startswith("[BREAKING][trainer] refactor:")
+    assert pull.merged and pull.merged_at == datetime(2026, 8, 2, 15, 30, tzinfo=UTC)
+    assert pull.user.login == "marta-kowal"
+    assert [label.name for label in pull.labels] == ["breaking"]
+    assert pull.url == f"{github.url}/repos/acme/rocket/pulls/106"
+    assert pull.html_url == "https://github.com/acme/rocket/pull/106"
+
+
+def test_files_follow_link_pagination(github: GitHubStandIn) -> None:
+    files = list(client(github).get_repo("acme/rocket").get_pull(109).get_files())
+    assert len(files) == 35
+    assert len({f.filename for f in files}) == 35
+    pages = [r["query"].get("page") for r in github.requests if r["path"].endswith("/files")]
+    assert pages == [None, ["2"]]
+    renamed = [f for f in files if f.status == "renamed"]
+    assert [(f.previous_filename, f.filename) for f in renamed] == [
+        ("rocket/reward/math_reward.py", "rocket/reward/tasks/math.py")
+    ]
+
+
+def test_link_header_is_githubs(github: GitHubStandIn) -> None:
+    answer = raw(github, "/repos/acme/rocket/pulls/109/files", per_page=10, page=2)
+    base = f"{github.url}/repos/acme/rocket/pulls/109/files?per_page=10"
+    assert answer.headers["Link"] == (
+        f'<{base}&page=1>; rel="prev", <{base}&page=3>; rel="next", '
+        f'<{base}&page=4>; rel="last", <{base}&page=1>; rel="first"'
+    )
+    assert len(answer.json()) == 10
+    assert answer.headers["Content-Type"] == "application/json; charset=utf-8"
+    assert answer.headers["X-RateLimit-Resource"] == "core"
+
+
+def test_binary_file_has_no_patch(github: GitHubStandIn) -> None:
+    files = client(github).get_repo("acme/rocket").get_pull(108).get_files()
+    patches = {f.filename: f.patch for f in files}
+    assert patches["tests/assets/tiny_tokenizer.model"] is None
+    assert '+version = "0.22.1"' in patches["uv.lock"]
+
+
+def test_fixture_patches_match_their_counts() -> None:
+    for path in sorted(PULLS.glob("*.files.json")):
+        pull = json.loads(path.with_name(path.name.replace(".files", "")).read_text())
+        files = json.loads(path.read_text())
+        for f in files:
+            lines = f.get("patch", "").splitlines()
+            assert f["additions"] == sum(x.startswith("+") for x in lines), f["filename"]
+            assert f["deletions"] == sum(x.startswith("-") for x in lines), f["filename"]
+        assert pull["additions"] == sum(f["additions"] for f in files)
+        assert pull["deletions"] == sum(f["deletions"] for f in files)
+        assert pull["changed_files"] == len(files)
+
+
+def test_reviews(github: GitHubStandIn) -> None:
+    repo = client(github).get_repo("acme/rocket")
+    reviews = [(r.user.login, r.state) for r in repo.get_pull(101).get_reviews()]
+    assert reviews == [("marta-kowal", "COMMENTED"), ("hana-sato", "APPROVED")]
+    assert list(repo.get_pull(102).get_reviews()) == []
+
+
+def test_unmerged_pull(github: GitHubStandIn) -> None:
+    pull = client(github).get_repo("acme/rocket").get_pull(110)
+    assert (pull.state, pull.merged, pull.merged_at, pull.merge_commit_sha) == (
+        "open",
+        False,
+        None,
+        None,
+    )
+
+
+def test_search_by_merge_time(github: GitHubStandIn) -> None:
+    gh = client(github)
+    repo_prs = "repo:acme/rocket is:pr"
+    assert search(gh, f"{repo_prs} is:merged {BEIJING_WEEK_31}") == [101, 102, 103, 104, 105, 106]
+    utc_week = f"{repo_prs} is:merged merged:2026-07-27..2026-08-02"
+    assert search(gh, utc_week) == [101, 102, 103, 104, 105, 106, 107]
+    assert search(gh, f"{repo_prs} merged:>=2026-08-03") == [108, 109]
+    assert search(gh, f"{repo_prs} merged:<2026-07-28") == [101]
+    assert search(gh, f"{repo_prs} is:unmerged") == [110]
+    assert search(gh, "repo:acme/elsewhere is:pr") == []
+
+
+def test_search_items_are_issues(github: GitHubStandIn) -> None:
+    results = client(github).search_issues(f"repo:acme/rocket is:pr is:merged {BEIJING_WEEK_31}")
+    assert results.totalCount == 6
+    first = results[0]
+    assert first.url == f"{github.url}/repos/acme/rocket/issues/101"
+    assert first.pull_request.url == f"{github.url}/repos/acme/rocket/pulls/101"
+    assert first.pull_request.merged_at == datetime(2026, 7, 27, 3, 12, 45, tzinfo=UTC)
+    assert first.as_pull_request().merge_commit_sha is not None
+
+
+def test_search_pages(github: GitHubStandIn) -> None:
+    numbers = search(client(github, per_page=4), f"repo:acme/rocket {BEIJING_WEEK_31}")
+    assert numbers == [101, 102, 103, 104, 105, 106]
+    assert sum(r["path"] == "/search/issues" for r in github.requests) == 2
+
+
+def test_search_reaches_only_1000_results(tmp_path: Path) -> None:
+    pulls = tmp_path / "big" / "repo" / "pulls"
+    pulls.mkdir(parents=True)
+    template = json.loads((PULLS / "101.json").read_text())
+    for number in range(1, 1006):
+        merged = f"2026-07-{1 + number // 100:02d}T00:00:{number % 60:02d}Z"
+        pull = {**template, "number": number, "merged_at": merged}
+        (pulls / f"{number}.json").write_text(json.dumps(pull))
+    with GitHubStandIn(tmp_path) as server:
+        page = raw(server, "/search/issues", q="repo:big/repo is:merged", per_page=100, page=10)
+        assert page.status_code == 200
+        assert page.json()["total_count"] == 1005
+        assert len(page.json()["items"]) == 100
+        beyond = raw(server, "/search/issues", q="repo:big/repo", per_page=100, page=11)
+        assert beyond.status_code == 422
+        assert beyond.json()["message"] == "Only the first 1000 search results are available"
+        found = client(server, per_page=100).search_issues("repo:big/repo is:merged")
+        assert len(list(found)) == 1000
+
+
+def test_bad_token(github: GitHubStandIn) -> None:
+    with pytest.raises(BadCredentialsException):
+        client(github, token="ghp_wrong").get_repo("acme/rocket")
+
+
+def test_unknown_objects(github: GitHubStandIn) -> None:
+    gh = client(github)
+    with pytest.raises(UnknownObjectException):
+        gh.get_repo("acme/missing")
+    with pytest.raises(UnknownObjectException):
+        gh.get_repo("acme/rocket").get_pull(999)
+    answer = raw(github, "/nowhere")
+    assert answer.status_code == 404
+    assert answer.json()["message"] == "Not Found"
+
+
+def test_rate_limit(github: GitHubStandIn) -> None:
+    gh = client(github)
+    gh.get_repo("acme/rocket")
+    assert gh.rate_limiting == (4999, 5000)
+    overview = gh.get_rate_limit()
+    assert overview.resources.core.used == 1
+    assert overview.resources.search.limit == 30
+
+
+def test_scripted_answers(github: GitHubStandIn) -> None:
+    gh = client(github)
+    github.script(r"/pulls/101$", [(502, {}, {"message": "Server Error"}), "reset"])
+    repo = gh.get_repo("acme/rocket")
+    with pytest.raises(GithubException) as error:
+        repo.get_pull(101)
+    assert error.value.status == 502
+    with pytest.raises(requests.ConnectionError):
+        repo.get_pull(101)
+    assert repo.get_pull(101).number == 101
+    github.script(r"/pulls/102$", [("sleep", 0.3)])
+    start = time.monotonic()
+    assert repo.get_pull(102).number == 102
+    assert time.monotonic() - start >= 0.3
+
+
+def test_secondary_rate_limit_fault() -> None:
+    with GitHubStandIn(DATA) as server:
+        answer = server.fault_answer("secondary")
+        server.script("/repos/acme/rocket$", [answer])
+        with pytest.raises(RateLimitExceededException) as error:
+            client(server).get_repo("acme/rocket")
+        assert error.value.headers is not None
+        assert error.value.headers["retry-after"] == "1"
+
+
+def test_pygithub_retry_recovers_from_a_server_error(github: GitHubStandIn) -> None:
+    github.script(r"/pulls/103$", [(503, {}, {"message": "Service Unavailable"})])
+    gh = client(github, retry=GithubRetry(total=2, backoff_factor=0.01))
+    assert gh.get_repo("acme/rocket").get_pull(103).number == 103
+
+
+def test_seeded_faults_repeat() -> None:
+    def run() -> list[tuple[str, str]]:
+        with GitHubStandIn(DATA, fault_rate=0.5, seed=7) as server:
+            for _ in range(30):
+                try:
+                    raw(server, "/repos/acme/rocket/pulls/101")
+                except requests.ConnectionError:
+                    pass
+            return server.faults
+
+    faults = run()
+    assert faults == run()
+    assert {kind for _, kind in faults} == {"500", "502", "503", "secondary", "reset"}
+
+
+# LLM
+
+
+def ask(server: LLMStandIn, key: str | None = None, **kwargs: Any) -> Any:
+    params: dict[str, Any] = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Digest this PR."}],
+    }
+    api_key = key or server.api_key or "sk-any"
+    with openai.OpenAI(base_url=server.url, api_key=api_key, max_retries=0) as llm_client:
+        return llm_client.chat.completions.create(**{**params, **kwargs})
+
+
+def digest_format(schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    schema = schema or DigestContent.model_json_schema()
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "digest", "schema": schema, "strict": True},
+    }
+
+
+def test_structured_completion(llm: LLMStandIn) -> None:
+    reply = ask(llm, response_format=digest_format())
+    content = DigestContent.model_validate_json(reply.choices[0].message.content)
+    assert content.minutes >= 1
+    assert reply.object == "chat.completion" and reply.model == "gpt-4o-mini"
+    assert reply.choices[0].finish_reason == "stop"
+    assert reply.usage.prompt_tokens == tokens.count("Digest this PR.")
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+    [request] = llm.requests
+    assert request["headers"]["authorization"] == f"Bearer {llm.api_key}"
+    assert llm.bodies[0]["response_format"]["json_schema"]["name"] == "digest"
+
+
+def test_json_object_follows_the_schema_in_the_prompt(llm: LLMStandIn) -> None:
+    schema = json.dumps(ChunkNotes.model_json_schema(), ensure_ascii=False, indent=2)
+    messages = [
+        {"role": "system", "content": f"Reply with JSON matching:\n```json\n{schema}\n```"},
+        {"role": "user", "content": "diff --git a/x b/x"},
+    ]
+    reply = ask(llm, messages=messages, response_format={"type": "json_object"})
+    ChunkNotes.model_validate_json(reply.choices[0].message.content)
+    assert ask(llm).choices[0].message.content == "{}"
+    with pytest.raises(openai.BadRequestError, match="must contain the word 'json'"):
+        ask(llm, response_format={"type": "json_object"})
+
+
+def test_wrong_key(llm: LLMStandIn) -> None:
+    with pytest.raises(openai.AuthenticationError) as error:
+        ask(llm, key="sk-wrong")
+    assert error.value.code == "invalid_api_key"
+    assert "Incorrect API key provided" in error.value.message
+
+
+def test_rate_limit_script(llm: LLMStandIn) -> None:
+    body = {"error": {"message": "Rate limit reached", "type": "requests", "param": None}}
+    llm.script([(429, {"Retry-After": "1"}, body)])
+    with pytest.raises(openai.RateLimitError) as error:
+        ask(llm)
+    assert error.value.response.headers["retry-after"] == "1"
+    assert ask(llm).choices[0].message.content == "{}"
+
+
+def test_context_limit() -> None:
+    with LLMStandIn(context_limit=10) as server:
+        with pytest.raises(openai.BadRequestError) as error:
+            ask(server, messages=[{"role": "user", "content": "word " * 50}])
+    assert error.value.code == "context_length_exceeded"
+    assert "maximum context length is 10 tokens" in error.value.message
+
+
+def test_output_limit_truncates(llm: LLMStandIn) -> None:
+    reply = ask(llm, response_format=digest_format(), max_completion_tokens=5)
+    assert reply.choices[0].finish_reason == "length"
+    assert reply.usage.completion_tokens == 5
+    with pytest.raises(ValueError):
+        DigestContent.model_validate_json(reply.choices[0].message.content)
+
+
+def test_scripted_content_reset_and_timeout(llm: LLMStandIn) -> None:
+    llm.script([("content", "not json at all"), "reset", ("sleep", 1.0)])
+    assert ask(llm).choices[0].message.content == "not json at all"
+    with pytest.raises(openai.APIConnectionError):
+        ask(llm)
+    with pytest.raises(openai.APITimeoutError):
+        ask(llm, timeout=0.2)
+
+
+def test_sdk_retries_through_faults() -> None:
+    with LLMStandIn(fault_rate=0.6, seed=3) as server:
+        with openai.OpenAI(base_url=server.url, api_key="sk-any", max_retries=8) as llm_client:
+            reply = llm_client.chat.completions.create(
+                model="gpt-4o-mini",
+                messages=[{"role": "user", "content": "hi"}],
+                response_format=digest_format(),
+            )
+        DigestContent.model_validate_json(reply.choices[0].message.content)
+        assert server.faults and len(server.requests) == len(server.faults) + 1
+
+
+def test_latency_overlaps() -> None:
+    with LLMStandIn(latency=0.3) as server:
+        start = time.monotonic()
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: ask(server), range(4)))
+        assert time.monotonic() - start < 1.0
+
+
+def test_strict_schema_must_require_every_property(llm: LLMStandIn) -> None:
+    class Loose(BaseModel):
+        title: str
+        note: str = ""
+
+    with pytest.raises(openai.BadRequestError, match="additionalProperties"):
+        ask(llm, response_format=digest_format(Loose.model_json_schema()))
+
+
+def test_models(llm: LLMStandIn) -> None:
+    with openai.OpenAI(base_url=llm.url, api_key=llm.api_key, max_retries=0) as llm_client:
+        assert [m.id for m in llm_client.models.list()] == ["gpt-4o-mini"]
+
+
+@pytest.mark.parametrize("model", [DigestContent, ChunkNotes])
+def test_schema_instance_fits_prhub_models(model: type[BaseModel]) -> None:
+    model.model_validate_json(json.dumps(schema_instance(model.model_json_schema())))
+
+
+def test_schema_instance_respects_constraints() -> None:
+    class Inner(BaseModel):
+        flag: bool
+
+    class Sample(BaseModel):
+        short: str = Field(max_length=2)
+        long: str = Field(min_length=10)
+        above: int = Field(gt=5)
+        below: float = Field(lt=0)
+        many: list[int] = Field(min_length=3)
+        maybe: Inner | None
+        kind: str = Field(json_schema_extra={"enum": ["a", "b"]})
+
+    instance = schema_instance(Sample.model_json_schema())
+    Sample.model_validate(instance)
+    assert (len(instance["short"]), len(instance["long"])) == (2, 10)
+    assert (instance["above"], instance["many"], instance["maybe"]) == (
+        6,
+        [1, 1, 1],
+        {"flag": True},
+    )
+
+
+# Command line
+
+
+def test_command_line_serves_until_killed() -> None:
+    command = [sys.executable, "-m", "tests.standins", "github", "--data", str(DATA)]
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            answer = requests.get(f"{url}/repos/acme/rocket/pulls/104", timeout=5)
+            assert answer.json()["author_association"] == "FIRST_TIME_CONTRIBUTOR"
+        finally:
+            process.terminate()
