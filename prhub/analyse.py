@@ -21,6 +21,7 @@ from prhub.model import (
     Revert,
     WeeklyFacts,
     parse_title,
+    tag_name,
 )
 
 __all__ = ["last_complete_week", "week_window", "weekly_facts"]
@@ -28,6 +29,7 @@ __all__ = ["last_complete_week", "week_window", "weekly_facts"]
 HOT_LIMIT = 10
 FIRST_TIMERS = frozenset({"FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER"})
 KINDS = frozenset(KIND_TAGS.values())
+KEY_IMPORTANCE = 5.0  # a PR at or above this is a key PR of its week
 CODE_EXTS = frozenset(
     ".py .pyx .c .h .cc .cpp .cxx .hpp .cu .cuh .rs .go .js .jsx .ts .tsx .java .kt .scala .rb"
     " .sh".split()
@@ -99,7 +101,7 @@ def weekly_facts(
     tz: str,
     year: int,
     week: int | None,
-    key_count: int = 8,
+    key_count: int = 10,
 ) -> WeeklyFacts:
     """Figures of the given PRs, which the caller picked for the window; same input, same facts."""
     prs = sorted(prs, key=lambda pr: pr.number)
@@ -116,7 +118,7 @@ def weekly_facts(
         kind = kind if kind in KINDS else None
         modules.update(set(mods))
         kinds.update([kind] if kind else [])
-        labels = {label.strip().lower() for label in pr.labels if label.strip()}
+        labels = {tag_name(label) for label in pr.labels if label.strip()}
         tags.update(set(mods) | labels | ({kind} if kind else set()))
         for change in pr.files:
             files[change.path].add(pr.number)
@@ -157,8 +159,15 @@ def weekly_facts(
         ],
         first_time=[a for a in author_counts if a.author in first_timers],
         mean_importance=round(sum(s for s, _ in scored) / len(scored), 2) if scored else None,
-        key_prs=[n for _, n in sorted(scored, key=lambda s: (-s[0], s[1]))[:key_count]],
+        key_prs=_key_prs(scored, key_count),
     )
+
+
+def _key_prs(scored: list[tuple[float, int]], most: int) -> list[int]:
+    """PRs at KEY_IMPORTANCE or above, most important first; the top 3 when fewer reach it."""
+    ranked = sorted(scored, key=lambda s: (-s[0], s[1]))
+    key = [n for score, n in ranked if score >= KEY_IMPORTANCE]
+    return (key if len(key) >= 3 else [n for _, n in ranked[:3]])[:most]
 
 
 def _by_count(counts: Counter[str]) -> dict[str, int]:
@@ -235,9 +244,9 @@ def _breaking_reasons(pr: PullRequest) -> list[str]:
     """Why a PR may break users: title markers, removed or renamed config keys, removed flags."""
     reasons = []
     if "[breaking]" in pr.title.lower():
-        reasons.append("[BREAKING] in title")
+        reasons.append("标题标注 [BREAKING]")
     elif parse_title(pr.title)[2]:
-        reasons.append("breaking marker in title")
+        reasons.append("标题带破坏性变更标记")
     added = [text for f in pr.files for sign, text in _lines(f.patch) if sign == "+"]
     for change in pr.files:
         reasons += _config_reasons(change) + _flag_reasons(change, added)
@@ -332,9 +341,9 @@ def _config_reasons(change: FileChange) -> list[str]:
             partner = next((n for n in new if n[0] == column), None)
             if partner:
                 new.remove(partner)
-                reasons.append(f"config key renamed: {dotted} -> {partner[1]} ({change.path})")
+                reasons.append(f"配置项改名：{dotted} → {partner[1]}（{change.path}）")
             else:
-                reasons.append(f"config key removed: {dotted} ({change.path})")
+                reasons.append(f"配置项删除：{dotted}（{change.path}）")
     return reasons
 
 
@@ -352,5 +361,5 @@ def _flag_reasons(change: FileChange, added: list[str]) -> list[str]:
             for flag in FLAG.findall(text):
                 still = re.compile(re.escape(flag) + r"(?![\w-])")
                 if not any(still.search(line) for line in added):
-                    reasons.append(f"CLI flag removed: {flag} ({change.path})")
+                    reasons.append(f"命令行参数删除：{flag}（{change.path}）")
     return reasons

@@ -191,7 +191,11 @@ class PRDigest(BaseModel):
     def tags(self) -> list[str]:
         """Module tags, then the type, then labels, without repeats."""
         seen: dict[str, None] = {}
-        for tag in [*self.modules, *([self.kind] if self.kind else []), *self.labels]:
+        for tag in [
+            *self.modules,
+            *([self.kind] if self.kind else []),
+            *map(tag_name, self.labels),
+        ]:
             seen.setdefault(tag, None)
         return list(seen)
 
@@ -219,6 +223,22 @@ KIND_TAGS = {
 }
 
 
+# Tags that name the same thing, as repositories spell them in titles and labels.
+TAG_ALIASES = {
+    "doc": "docs",
+    "documentation": "docs",
+    "tests": "test",
+    "bug": "bugfix",
+    "enhancement": "feature",
+}
+
+
+def tag_name(raw: str) -> str:
+    """A tag as reports count it: lower case, aliases folded."""
+    name = raw.strip().lower()
+    return TAG_ALIASES.get(name, name)
+
+
 def parse_title(title: str) -> tuple[list[str], str | None, bool]:
     """Module tags, readable type and breaking flag from `[mod, mod2] type: text` titles."""
     if title.lstrip().lower().startswith("revert"):
@@ -230,7 +250,7 @@ def parse_title(title: str) -> tuple[list[str], str | None, bool]:
     breaking = bool(match.group(3))
     for group in re.findall(r"\[([^\]]*)\]", match.group(1) or ""):
         for tag in group.split(","):
-            tag = tag.strip().lower()
+            tag = tag_name(tag)
             if tag == "breaking":
                 breaking = True
             elif tag and tag not in modules:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
+from github.PullRequest import PullRequest as GithubPullRequest
 from github.Repository import Repository
 
 from prhub import retry
@@ -135,8 +136,8 @@ class GitHubSource:
         payload = payload or self.pull_payload(repo, number)
 
         def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            # PyGithub's get_pull is lazy: listing files and reviews does not refetch the pull.
-            pull = self._repo(repo).get_pull(number)
+            # Built from the payload in hand, so listing files and reviews does not refetch it.
+            pull = self.client.create_from_raw_data(GithubPullRequest, payload)
             return [f.raw_data for f in pull.get_files()], [r.raw_data for r in pull.get_reviews()]
 
         files, reviews = self._call(

@@ -294,7 +294,7 @@ def test_tags_count_each_pr_once_and_skip_unknown_types() -> None:
             pr(2, "vLLM: bump to 0.9", labels=["Dependencies"]),
         ]
     )
-    assert result.tags == {"bug": 1, "bugfix": 1, "dependencies": 1, "npu": 1}
+    assert result.tags == {"bugfix": 1, "dependencies": 1, "npu": 1}  # label "bug" folds in
     assert result.kinds == {"bugfix": 1}
 
 
@@ -473,11 +473,11 @@ def breaks(*files: FileChange, title: str = "chore: tidy") -> list[str]:
 @pytest.mark.parametrize(
     ("title", "reason"),
     [
-        ("[BREAKING] drop python 3.9", "[BREAKING] in title"),
-        ("[trainer][Breaking] fix: rename config", "[BREAKING] in title"),
-        ("feat!: drop the v0 trainer", "breaking marker in title"),
-        ("refactor(rollout)!: new API", "breaking marker in title"),
-        ("[trainer, breaking] refactor: loop", "breaking marker in title"),
+        ("[BREAKING] drop python 3.9", "标题标注 [BREAKING]"),
+        ("[trainer][Breaking] fix: rename config", "标题标注 [BREAKING]"),
+        ("feat!: drop the v0 trainer", "标题带破坏性变更标记"),
+        ("refactor(rollout)!: new API", "标题带破坏性变更标记"),
+        ("[trainer, breaking] refactor: loop", "标题带破坏性变更标记"),
     ],
 )
 def test_breaking_title(title: str, reason: str) -> None:
@@ -487,7 +487,7 @@ def test_breaking_title(title: str, reason: str) -> None:
 def test_yaml_key_removed() -> None:
     patch = "@@ -1,5 +1,4 @@\n actor:\n   lr: 1e-3\n-  clip_ratio: 0.2\n   epochs: 2\n"
     assert breaks(fc("conf/ppo.yaml", patch)) == [
-        "config key removed: actor.clip_ratio (conf/ppo.yaml)"
+        "配置项删除：actor.clip_ratio（conf/ppo.yaml）"
     ]
 
 
@@ -500,21 +500,21 @@ def test_yaml_key_renamed() -> None:
         "   n: 4\n"
     )
     assert breaks(fc("conf/ppo.yaml", patch)) == [
-        "config key renamed: rollout.merge_non_assistant -> rollout.merge_context (conf/ppo.yaml)"
+        "配置项改名：rollout.merge_non_assistant → rollout.merge_context（conf/ppo.yaml）"
     ]
 
 
 def test_yaml_key_without_visible_parent_is_named_alone() -> None:
     patch = "@@ -10,3 +10,2 @@ actor:\n     lr: 1e-3\n-    warmup: 10\n"
-    assert breaks(fc("conf/ppo.yml", patch)) == ["config key removed: warmup (conf/ppo.yml)"]
+    assert breaks(fc("conf/ppo.yml", patch)) == ["配置项删除：warmup（conf/ppo.yml）"]
 
 
 def test_toml_and_json_keys() -> None:
     toml = '@@ -1,4 +1,3 @@\n [tool.prhub]\n model = "x"\n-timeout = 30\n'
     json = '@@ -1,4 +1,4 @@\n {\n-  "max_len": 10,\n+  "max_length": 10,\n   "n": 1\n'
     assert breaks(fc("pyproject.toml", toml), fc("conf/a.json", json)) == [
-        "config key removed: tool.prhub.timeout (pyproject.toml)",
-        "config key renamed: max_len -> max_length (conf/a.json)",
+        "配置项删除：tool.prhub.timeout（pyproject.toml）",
+        "配置项改名：max_len → max_length（conf/a.json）",
     ]
 
 
@@ -535,8 +535,8 @@ def test_cli_flag_removed() -> None:
         " ):\n"
     )
     assert breaks(fc("tools/run.py", argparse), fc("prhub/cli.py", typer)) == [
-        "CLI flag removed: --old-flag (tools/run.py)",
-        "CLI flag removed: --workers (prhub/cli.py)",
+        "命令行参数删除：--old-flag（tools/run.py）",
+        "命令行参数删除：--workers（prhub/cli.py）",
     ]
 
 
@@ -587,10 +587,10 @@ def test_breaking_lists_reasons_per_pr() -> None:
     assert facts(prs).breaking == [
         BreakingChange(
             number=1,
-            reasons=["config key removed: a.b (c.yaml)", "config key removed: a.b (d.yaml)"],
+            reasons=["配置项删除：a.b（c.yaml）", "配置项删除：a.b（d.yaml）"],
         ),
         BreakingChange(
-            number=2, reasons=["[BREAKING] in title", "config key removed: a.b (c.yaml)"]
+            number=2, reasons=["标题标注 [BREAKING]", "配置项删除：a.b（c.yaml）"]
         ),
     ]
 

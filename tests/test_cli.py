@@ -1,0 +1,327 @@
+"""`prhub summarize` through CliRunner against the GitHub and LLM stand-ins."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from prhub.cli import app
+from prhub.config import ENV
+from prhub.model import DigestContent
+from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.standins import GitHubStandIn, LLMStandIn
+from tests.standins.llm import embedded_schema
+
+PR_URL = "https://github.com/acme/rocket/pull/101"
+TITLE = "[rollout] fix: clamp sampling temperature to avoid division by zero"
+BODY_LINE = "Fixes #95, related to #102 (GRPO evaluation uses greedy rollouts)."
+PATCH_LINE = "+MIN_TEMPERATURE = 1e-5"
+
+
+def closed_port_url() -> str:
+    """A loopback URL nothing listens on: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def make_env(
+    github: GitHubStandIn, llm: LLMStandIn, store: Path, **overrides: str | None
+) -> dict[str, str | None]:
+    """Every setting's variable cleared (a developer's own must not leak in), then the test's."""
+    env: dict[str, str | None] = dict.fromkeys(ENV.values())
+    env.update(
+        GITHUB_TOKEN=GITHUB_TOKEN,
+        OPENAI_API_KEY=OPENAI_KEY,
+        OPENAI_BASE_URL=llm.url,
+        GITHUB_API_URL=github.url,
+        PRHUB_STORE=str(store),
+        PRHUB_MAX_ATTEMPTS="2",
+        PRHUB_RETRY_BASE_WAIT="0.01",
+    )
+    env.update(overrides)
+    return env
+
+
+def summarize(env: dict[str, str | None], *args: str, pr: int = 101) -> Result:
+    """Runs `prhub summarize --pr N --repo acme/rocket ARGS`."""
+    argv = ["summarize", "--pr", str(pr), "--repo", "acme/rocket", *args]
+    return CliRunner().invoke(app, argv, env=env)
+
+
+def assert_ok(result: Result) -> None:
+    assert result.exit_code == 0, (result.stderr, result.exception)
+
+
+def assert_fails(result: Result, exit_code: int, says: str) -> None:
+    """One `prhub: error:` line on stderr naming the problem, its exit code, no traceback."""
+    assert result.exit_code == exit_code, (result.stderr, result.exception)
+    assert isinstance(result.exception, SystemExit), result.exception  # not a crash
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("prhub: error: ")
+    assert says in lines[0]
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+
+
+def paths(standin: GitHubStandIn | LLMStandIn) -> list[str]:
+    return [r["path"] for r in standin.requests]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "prhub.db"
+
+
+@pytest.fixture
+def env(github: GitHubStandIn, llm: LLMStandIn, store: Path) -> dict[str, str | None]:
+    return make_env(github, llm, store)
+
+
+# Output
+
+
+def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> None:
+    result = summarize(env, "--github-url", github.url)
+    assert_ok(result)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"### [#101]({PR_URL}) ")
+    assert any(verdict in result.stdout for verdict in ("**精读**", "**快速浏览**", "**可跳过**"))
+    footer = [line for line in lines if line.startswith("<sub>")]
+    assert len(footer) == 1
+    assert "digest@v1 · gpt-4o-mini" in footer[0]
+    assert result.stderr == ""
+
+
+def test_json_digest(env: dict[str, str | None]) -> None:
+    result = summarize(env, "--format", "json")
+    assert_ok(result)
+    digest = json.loads(result.stdout)
+    assert (digest["repo"], digest["number"], digest["url"]) == ("acme/rocket", 101, PR_URL)
+    meta = digest["meta"]
+    assert meta["prompt"] == "digest@v1"
+    assert meta["model"] == "gpt-4o-mini"
+    assert meta["usage"]["calls"] == 1
+    assert meta["usage"]["tokens_in"] > 0 and meta["usage"]["tokens_out"] > 0
+    assert meta["coverage"]["full"] == [
+        "rocket/rollout/sampler.py",
+        "tests/rollout/test_sampler.py",
+    ]
+    DigestContent.model_validate(digest["content"])
+
+
+def test_out_writes_exactly_what_stdout_shows(env: dict[str, str | None], tmp_path: Path) -> None:
+    shown = summarize(env)
+    assert_ok(shown)
+    out = tmp_path / "reports" / "101.md"
+    written = summarize(env, "--out", str(out))  # the stored digest: the same text
+    assert_ok(written)
+    assert written.stdout == ""
+    assert out.read_text(encoding="utf-8") == shown.stdout
+    assert os.listdir(out.parent) == ["101.md"]  # no temporary file left behind
+
+
+def test_unmerged_pr_is_refused(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    assert_fails(summarize(env, pr=110), 7, "--allow-unmerged")
+    assert llm.bodies == []
+
+
+def test_unmerged_pr_with_allow_unmerged(env: dict[str, str | None]) -> None:
+    result = summarize(env, "--allow-unmerged", pr=110)
+    assert_ok(result)
+    assert result.stdout.startswith("### [#110](https://github.com/acme/rocket/pull/110) ")
+    assert "未合并" in result.stdout
+
+
+# Errors, each with its exit code
+
+
+def test_pr_not_found(env: dict[str, str | None]) -> None:
+    assert_fails(summarize(env, pr=999), 6, "acme/rocket#999")
+
+
+def test_repository_not_found(env: dict[str, str | None]) -> None:
+    result = CliRunner().invoke(app, ["summarize", "--pr", "1", "--repo", "acme/nope"], env=env)
+    assert_fails(result, 5, "acme/nope")
+
+
+def test_bad_github_token(env: dict[str, str | None]) -> None:
+    assert_fails(summarize({**env, "GITHUB_TOKEN": "ghp_wrong"}), 4, "GITHUB_TOKEN")
+
+
+def test_missing_api_key_fails_before_any_github_request(
+    env: dict[str, str | None], github: GitHubStandIn
+) -> None:
+    assert_fails(summarize({**env, "OPENAI_API_KEY": None}), 3, "OPENAI_API_KEY")
+    assert github.requests == []
+
+
+def test_unreachable_llm(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    result = summarize({**env, "OPENAI_BASE_URL": closed_port_url() + "/v1"})
+    assert_fails(result, 9, "unreachable")
+    assert llm.requests == []
+
+
+def test_reply_invalid_twice(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    llm.script([("content", "not json"), ("content", "not json")])
+    assert_fails(summarize(env), 11, "failed validation twice")
+    assert len(llm.bodies) == 2
+
+
+def test_missing_repo(env: dict[str, str | None], github: GitHubStandIn) -> None:
+    result = CliRunner().invoke(app, ["summarize", "--pr", "101"], env=env)
+    assert_fails(result, 3, "--repo")
+    assert github.requests == []
+
+
+def test_malformed_repo(env: dict[str, str | None]) -> None:
+    result = CliRunner().invoke(app, ["summarize", "--pr", "101", "--repo", "rocket"], env=env)
+    assert_fails(result, 3, "owner/name")
+
+
+def test_bad_github_url(env: dict[str, str | None]) -> None:
+    assert_fails(summarize(env, "--github-url", "notaurl"), 3, "notaurl")
+
+
+def test_unreachable_github(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    assert_fails(summarize(env, "--github-url", closed_port_url()), 8, "cannot reach GitHub")
+    assert llm.requests == []
+
+
+@pytest.mark.skipif(
+    hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes to read-only directories"
+)
+def test_read_only_output_directory(env: dict[str, str | None], tmp_path: Path) -> None:
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        assert_fails(summarize(env, "--out", str(folder / "101.md")), 14, "cannot write")
+        assert os.listdir(folder) == []
+    finally:
+        folder.chmod(0o700)
+
+
+def test_output_under_a_file_is_an_output_error(env: dict[str, str | None], tmp_path: Path) -> None:
+    # Unwritable even for root, unlike a read-only directory.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a directory")
+    assert_fails(summarize(env, "--out", str(blocker / "101.md")), 14, "cannot write")
+
+
+@pytest.mark.xfail(strict=True, reason="cli._write leaves its temporary file when os.replace fails")
+def test_failed_replace_leaves_no_temporary_file(
+    env: dict[str, str | None], tmp_path: Path
+) -> None:
+    target = tmp_path / "out" / "101.md"
+    target.mkdir(parents=True)  # a directory where the file should go: os.replace fails
+    assert_fails(summarize(env, "--out", str(target)), 14, "cannot write")
+    assert os.listdir(target.parent) == ["101.md"]
+
+
+# Secrets
+
+
+def test_secrets_reach_no_request_body_output_or_store(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    gh_secret = "ghp_PRHUBgithubSECRETvalue0123456789abcd"
+    llm_secret = "sk-PRHUBopenaiSECRETvalue-0123456789"
+    store = tmp_path / "store" / "prhub.db"
+    out = tmp_path / "out" / "101.md"
+    caplog.set_level(logging.INFO)  # what --verbose shows
+    with (
+        GitHubStandIn(FIXTURES / "github", token=gh_secret) as github,
+        LLMStandIn(api_key=llm_secret) as llm,
+    ):
+        env = make_env(github, llm, store, GITHUB_TOKEN=gh_secret, OPENAI_API_KEY=llm_secret)
+        github.script(r"/pulls/101$", [(502, {}, {"message": "Server Error"})])
+        llm.script([(500, {}, {"error": {"message": "boom"}})])
+        runs = [
+            summarize(env, "--verbose"),
+            summarize(env, "--verbose", "--refresh", "--format", "json"),
+            summarize(env, "--out", str(out)),
+        ]
+    assert not github.errors and not llm.errors
+    for result in runs:
+        assert_ok(result)
+    assert "retry 1" in caplog.text  # --verbose did log the retries
+    assert len(llm.bodies) == 3 and out.exists()  # 500, retry, --refresh
+    texts = [json.dumps(llm.bodies), caplog.text]
+    texts += [r.stdout + r.stderr for r in runs]
+    # The LLM never sees the GitHub token, GitHub never sees the API key.
+    texts += [
+        json.dumps(llm.requests).replace(f"Bearer {llm_secret}", ""),
+        json.dumps(github.requests).replace(f"token {gh_secret}", ""),
+    ]
+    for secret in (gh_secret, llm_secret):
+        assert all(secret not in text for text in texts)
+    files = [out, *store.parent.iterdir()]  # the database with its -wal and -shm files
+    for path in files:
+        data = path.read_bytes()
+        assert gh_secret.encode() not in data and llm_secret.encode() not in data, path
+
+
+# What the model is sent
+
+
+def test_prompt_carries_title_body_and_patch(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    assert_ok(summarize(env))
+    [body] = llm.bodies
+    user = body["messages"][-1]["content"]
+    assert TITLE in user
+    assert BODY_LINE in user
+    assert PATCH_LINE in user
+
+
+def test_request_uses_strict_json_schema(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    assert_ok(summarize(env))
+    [body] = llm.bodies
+    response_format = body["response_format"]
+    assert response_format["type"] == "json_schema"
+    spec = response_format["json_schema"]
+    assert spec["strict"] is True
+    assert spec["name"] == "DigestContent"
+    assert spec["schema"] == DigestContent.model_json_schema()
+
+
+def test_json_object_mode_puts_the_schema_in_the_system_message(
+    env: dict[str, str | None], llm: LLMStandIn
+) -> None:
+    assert_ok(summarize(env, "--response-mode", "json_object"))
+    [body] = llm.bodies
+    assert body["response_format"] == {"type": "json_object"}
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    assert embedded_schema(system["content"]) == DigestContent.model_json_schema()
+
+
+# The store
+
+
+def test_second_run_reuses_the_store(
+    env: dict[str, str | None], github: GitHubStandIn, llm: LLMStandIn
+) -> None:
+    first = summarize(env)
+    assert_ok(first)
+    llm_calls, github_calls = len(llm.bodies), len(github.requests)
+    again = summarize(env)
+    assert_ok(again)
+    assert again.stdout == first.stdout
+    assert len(llm.bodies) == llm_calls
+    # One request: the pull, to notice a change; files and reviews come from the store.
+    assert paths(github)[github_calls:] == ["/repos/acme/rocket/pulls/101"]
+
+
+def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    assert_ok(summarize(env))
+    assert_ok(summarize(env, "--refresh"))
+    assert len(llm.bodies) == 2

@@ -1,0 +1,293 @@
+"""GitHubSource through PyGithub against the GitHub stand-in: data, windows, retries, errors."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from prhub.config import Settings
+from prhub.errors import (
+    ConfigError,
+    GitHubAuthError,
+    GitHubUnavailable,
+    PRNotFound,
+    RepoNotFound,
+)
+from prhub.retry import RetryCounter
+from prhub.source import GitHubSource, references
+from tests.conftest import GITHUB_TOKEN
+from tests.standins import GitHubStandIn
+
+REPO = "acme/rocket"
+SHANGHAI = timezone(timedelta(hours=8))
+SECONDARY = "You have exceeded a secondary rate limit. Please wait a few minutes."
+
+MakeSource = Callable[..., GitHubSource]
+
+
+def closed_port_url() -> str:
+    """A loopback URL nothing listens on: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def settings(github: GitHubStandIn, **overrides: Any) -> Settings:
+    """Settings for the stand-in with retries fast enough for tests."""
+    values: dict[str, Any] = {
+        "github_url": github.url,
+        "github_token": GITHUB_TOKEN,
+        "retry_base_wait": 0.01,
+        "max_attempts": 3,
+        **overrides,
+    }
+    return Settings(**values)
+
+
+def pull_paths(github: GitHubStandIn) -> list[str]:
+    return [r["path"] for r in github.requests if "/pulls/" in r["path"]]
+
+
+@pytest.fixture
+def make_source(github: GitHubStandIn) -> Iterator[MakeSource]:
+    """Builds sources on the stand-in (settings overridable) and closes them after the test."""
+    made: list[GitHubSource] = []
+
+    def make(**overrides: Any) -> GitHubSource:
+        source = GitHubSource(settings(github, **overrides), counter=RetryCounter())
+        made.append(source)
+        return source
+
+    yield make
+    for source in made:
+        source.close()
+
+
+@pytest.fixture
+def source(make_source: MakeSource) -> GitHubSource:
+    return make_source()
+
+
+# What a PR carries
+
+
+def test_pull_collects_every_file_over_both_pages(source: GitHubSource) -> None:
+    pr = source.pull(REPO, 109)
+    assert len(pr.files) == 35
+    assert len({f.path for f in pr.files}) == 35
+    assert all(f.status in ("added", "modified", "renamed") for f in pr.files)
+    assert all(f.patch for f in pr.files)
+    assert pr.files[-1].path == "tests/reward/test_lambada.py"  # the last file of page 2
+
+
+def test_pull_keeps_the_renamed_files_previous_path(source: GitHubSource) -> None:
+    renamed = [f for f in source.pull(REPO, 109).files if f.status == "renamed"]
+    assert [(f.previous_path, f.path) for f in renamed] == [
+        ("rocket/reward/math_reward.py", "rocket/reward/tasks/math.py")
+    ]
+
+
+def test_binary_file_has_no_patch(source: GitHubSource) -> None:
+    patches = {f.path: f.patch for f in source.pull(REPO, 108).files}
+    assert patches["tests/assets/tiny_tokenizer.model"] is None
+    assert '+version = "0.22.1"' in (patches["uv.lock"] or "")
+
+
+def test_pull_reads_reviews_and_references(source: GitHubSource) -> None:
+    pr = source.pull(REPO, 101)
+    assert [(r.author, r.state) for r in pr.reviews] == [
+        ("marta-kowal", "COMMENTED"),
+        ("hana-sato", "APPROVED"),
+    ]
+    assert pr.referenced_issues == [95, 102]
+    assert pr.merged and pr.merge_commit_sha == "092692a97a8f043e0d8337a60e3141fb561f56d3"
+    assert pr.version == pr.merge_commit_sha
+
+
+def test_unmerged_pull_is_versioned_by_its_head(source: GitHubSource) -> None:
+    pr = source.pull(REPO, 110)
+    assert not pr.merged and pr.merged_at is None and pr.merge_commit_sha is None
+    assert pr.version == pr.head_sha != ""
+
+
+def test_pull_costs_three_requests_for_a_one_page_pr(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    source.pull(REPO, 101)
+    source.pull(REPO, 102)
+    base = f"/repos/{REPO}/pulls"
+    assert pull_paths(github) == [
+        f"{base}/101",
+        f"{base}/101/files",
+        f"{base}/101/reviews",
+        f"{base}/102",
+        f"{base}/102/files",
+        f"{base}/102/reviews",
+    ]
+    # At most one look-up of the repository itself per source, not one per PR.
+    assert [r["path"] for r in github.requests].count(f"/repos/{REPO}") <= 1
+
+
+def test_pull_with_a_payload_does_not_refetch_the_pull(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    payload = source.pull_payload(REPO, 101)
+    before = len(pull_paths(github))
+    source.pull(REPO, 101, payload)
+    assert pull_paths(github)[before:] == [
+        f"/repos/{REPO}/pulls/101/files",
+        f"/repos/{REPO}/pulls/101/reviews",
+    ]
+
+
+# references()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Fixes #12", [12]),
+        ("fixes #12, closes #34 and #12 again", [12, 34]),
+        ("see https://github.com/acme/rocket/pull/77", [77]),
+        ("see https://github.com/acme/rocket/issues/78#issuecomment-1", [78]),
+        ("(#5)", [5]),
+        ("", []),
+        ("no numbers here", []),
+    ],
+)
+def test_references_finds_issue_and_pr_numbers(text: str, expected: list[int]) -> None:
+    assert references(text) == expected
+
+
+def test_references_leaves_out_the_prs_own_number() -> None:
+    assert references("#101 follows #100", own=101) == [100]
+
+
+@pytest.mark.parametrize("text", ["abc#12", "a/#12", "colour #fff", "colour #ffcc00"])
+def test_references_ignore_hashes_that_are_not_references(text: str) -> None:
+    assert references(text) == []
+
+
+def test_references_take_a_hex_colour_made_of_digits() -> None:
+    # Documented limit: "#123456" is a valid reference and a colour; it counts as a reference.
+    assert references("color: #123456") == [123456]
+
+
+# merged_between
+
+
+def test_merged_between_uses_the_shanghai_week(source: GitHubSource) -> None:
+    start = datetime(2026, 7, 27, tzinfo=SHANGHAI)
+    hits = source.merged_between(REPO, start, start + timedelta(days=7))
+    assert [h["number"] for h in hits] == [101, 102, 103, 104, 105, 106]
+
+
+def test_merged_between_uses_the_utc_week(source: GitHubSource) -> None:
+    start = datetime(2026, 7, 27, tzinfo=UTC)
+    hits = source.merged_between(REPO, start, start + timedelta(days=7))
+    assert [h["number"] for h in hits] == [101, 102, 103, 104, 105, 106, 107]
+
+
+def test_merged_between_end_is_exclusive(source: GitHubSource) -> None:
+    merged_106 = datetime(2026, 8, 2, 15, 30, tzinfo=UTC)
+    hits = source.merged_between(REPO, merged_106 - timedelta(days=1), merged_106)
+    assert [h["number"] for h in hits] == []
+    hits = source.merged_between(REPO, merged_106, merged_106 + timedelta(seconds=1))
+    assert [h["number"] for h in hits] == [106]
+
+
+# Retries
+
+
+def test_a_502_is_retried_and_counted(source: GitHubSource, github: GitHubStandIn) -> None:
+    github.script(r"/pulls/101$", [(502, {}, {"message": "Server Error"})])
+    assert source.pull_payload(REPO, 101)["number"] == 101
+    assert source.counter is not None and source.counter.count == 1
+    assert pull_paths(github) == [f"/repos/{REPO}/pulls/101"] * 2
+
+
+def test_a_secondary_rate_limit_is_retried(source: GitHubSource, github: GitHubStandIn) -> None:
+    github.script(r"/pulls/101$", [(403, {"Retry-After": "0"}, {"message": SECONDARY})])
+    assert source.pull_payload(REPO, 101)["number"] == 101
+    assert source.counter is not None and source.counter.count == 1
+
+
+def test_a_rate_limit_longer_than_allowed_fails_at_once(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    source = make_source(max_retry_wait=5.0)
+    github.script(r"/pulls/101$", [(403, {"Retry-After": "120"}, {"message": SECONDARY})])
+    with pytest.raises(GitHubUnavailable, match="rate limit") as caught:
+        source.pull_payload(REPO, 101)
+    assert "120 s" in str(caught.value)  # what GitHub asked for, not the hourly window's reset
+    assert pull_paths(github) == [f"/repos/{REPO}/pulls/101"]
+
+
+def test_a_connection_reset_is_retried(source: GitHubSource, github: GitHubStandIn) -> None:
+    github.script(r"/pulls/101/files$", ["reset"])
+    pr = source.pull(REPO, 101)
+    assert len(pr.files) == 2
+    assert source.counter is not None and source.counter.count == 1
+
+
+def test_a_slow_answer_times_out_and_is_retried(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    source = make_source(timeout=0.5)
+    github.script(r"/pulls/101$", [("sleep", 1.5)])
+    assert source.pull_payload(REPO, 101)["number"] == 101
+    assert source.counter is not None and source.counter.count == 1
+
+
+def test_persistent_server_errors_give_up_after_max_attempts(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [(503, {}, {"message": "Service Unavailable"})] * 5)
+    with pytest.raises(GitHubUnavailable, match="503"):
+        source.pull_payload(REPO, 101)
+    assert len(pull_paths(github)) == 3
+
+
+# Errors
+
+
+def test_bad_token_is_an_auth_error(make_source: MakeSource, github: GitHubStandIn) -> None:
+    with pytest.raises(GitHubAuthError, match="GITHUB_TOKEN"):
+        make_source(github_token="ghp_wrong").pull(REPO, 101)
+    assert len(github.requests) == 1  # a 401 is not retried
+
+
+def test_forbidden_without_rate_limit_is_an_auth_error(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [(403, {}, {"message": "Resource not accessible"})])
+    with pytest.raises(GitHubAuthError, match="scopes"):
+        source.pull_payload(REPO, 101)
+
+
+def test_missing_pr_is_pr_not_found(source: GitHubSource) -> None:
+    with pytest.raises(PRNotFound, match="acme/rocket#999"):
+        source.pull(REPO, 999)
+
+
+def test_missing_repository_is_repo_not_found(source: GitHubSource) -> None:
+    with pytest.raises(RepoNotFound, match="acme/missing"):
+        source.pull("acme/missing", 1)
+
+
+def test_unreachable_github_is_unavailable(make_source: MakeSource) -> None:
+    source = make_source(github_url=closed_port_url())
+    with pytest.raises(GitHubUnavailable, match="cannot reach GitHub"):
+        source.pull_payload(REPO, 101)
+    assert source.counter is not None and source.counter.count == 2  # 3 attempts
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://example.com", "http://"])
+def test_malformed_github_url_is_a_config_error(url: str, github: GitHubStandIn) -> None:
+    with pytest.raises(ConfigError, match="GitHub API URL"):
+        GitHubSource(settings(github, github_url=url))
