@@ -89,8 +89,8 @@ def main(argv: list[str]) -> None:
     for pr in prs:  # warm the encoding and caches
         run(pr)
     print(
-        f"{'PR':>6} {'files':>5} {'patch tok':>9} {'chunk tok':>9} {'calls':>5} "
-        f"{'full/exc/list/excl':>18} {'seen':>6} {'redact':>6} {'ms':>7}"
+        f"{'PR':>6} {'files':>5} {'patch tok':>9} {'chunk tok':>15} {'calls':>5} "
+        f"{'full/exc/list/excl':>18} {'seen':>5} {'redact':>6} {'ms':>6}"
     )
     one_call = 0
     largest = 0
@@ -106,10 +106,11 @@ def main(argv: list[str]) -> None:
         one_call += calls == 1
         cov = out.coverage
         views = f"{len(cov.full)}/{len(cov.excerpt)}/{len(cov.listed)}/{len(cov.excluded)}"
+        chunk_tokens = "+".join(f"{n:,}" for n in sizes)
         print(
-            f"{pr.number:>6} {len(pr.files):>5} {raw:>9,} {max(sizes):>9,} {calls:>5} "
-            f"{views:>18} {cov.share_seen:>6.0%} {sum(out.redactions.values()):>6} "
-            f"{elapsed * 1000:>7.1f}"
+            f"{pr.number:>6} {len(pr.files):>5} {raw:>9,} {chunk_tokens:>15} {calls:>5} "
+            f"{views:>18} {cov.share_seen:>5.0%} {sum(out.redactions.values()):>6} "
+            f"{elapsed * 1000:>6.1f}"
         )
     flat = [t for texts in patches for t in texts]
     bare = best_of(3, lambda: [enc.encode_ordinary(t) for t in flat])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,8 +62,9 @@ def versions(task: str, prompt_dir: Path | None = None) -> list[str]:
     return sorted(found, key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
 
 
+@cache
 def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None = None) -> Prompt:
-    """The given version of a task's prompt, or its latest."""
+    """The given version of a task's prompt, or its latest; compiled once a process."""
     folder = (prompt_dir or default_prompt_dir()) / task
     known = versions(task, prompt_dir)
     version = version or (known[-1] if known else None)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from prhub import analyse
@@ -44,6 +44,7 @@ from prhub.prepare.tokens import count, truncate
 from prhub.source import GitHubSource
 from prhub.store import Store
 
+T = TypeVar("T")
 NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 
@@ -381,38 +382,29 @@ def _weekly(
 ) -> WeeklyReport:
     report = progress or (lambda stage, done, total: None)
     hits = source.merged_between(repo, start, end)
-    prs: dict[int, PullRequest] = {}
-    digests: dict[int, PRDigest] = {}
     failed: list[FailedPR] = []
-    usage, cached = Usage(), 0
-
-    def one(hit: dict[str, Any]) -> tuple[PullRequest, PRDigest, bool]:
-        pr = load_pr(repo, hit["number"], settings, source, store, hit.get("updated_at"))
-        return pr, *cached_digest(pr, settings, llm, store)
-
-    report("summarize", 0, len(hits))
-    with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
-        futures = {pool.submit(one, hit): hit["number"] for hit in hits}
-        for done, future in enumerate(as_completed(futures), 1):
-            number = futures[future]
-            try:
-                pr, digest, hit_cache = future.result()
-            except _FATAL:
-                pool.shutdown(cancel_futures=True)
-                raise
-            except LLMRequestError as exc:
-                if not isinstance(exc, ContextTooLong):
-                    pool.shutdown(cancel_futures=True)
-                    raise
-                failed.append(FailedPR(number=number, error=str(exc)))
-            except PrhubError as exc:
-                failed.append(FailedPR(number=number, error=str(exc)))
-            else:
-                prs[number], digests[number] = pr, digest
-                cached += hit_cache
-                if not hit_cache:
-                    usage += digest.meta.usage
-            report("summarize", done, len(hits))
+    fetched = _each(
+        [h["number"] for h in hits],
+        lambda n, hit: load_pr(repo, n, settings, source, store, hit.get("updated_at")),
+        dict(zip([h["number"] for h in hits], hits, strict=True)),
+        settings,
+        failed,
+        lambda done: report("fetch", done, len(hits)),
+    )
+    # Biggest first: a PR that needs several calls should not be the last one started.
+    order = sorted(fetched, key=lambda n: -(fetched[n].additions + fetched[n].deletions))
+    made = _each(
+        order,
+        lambda n, pr: cached_digest(pr, settings, llm, store),
+        fetched,
+        settings,
+        failed,
+        lambda done: report("summarize", done, len(order)),
+    )
+    prs = {n: fetched[n] for n in made}
+    digests = {n: digest for n, (digest, _) in made.items()}
+    cached = sum(hit for _, hit in made.values())
+    usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
 
     facts = analyse.weekly_facts(
         [prs[n] for n in sorted(prs)],
@@ -427,11 +419,16 @@ def _weekly(
     prompt = load_prompt("weekly")
     narrative, dropped = None, 0
     if narrate and digests:
-        narrative, call_usage = _narrate(
-            facts, [digests[n] for n in sorted(digests)], settings, llm
-        )
-        usage += call_usage
-        narrative, dropped = _ground_weekly(narrative, set(facts.prs))
+        ordered = [digests[n] for n in sorted(digests)]
+        key = _narrative_key(facts, ordered, prompt, settings)
+        kept = None if settings.refresh else store.narrative(key)
+        if kept is None:
+            narrative, call_usage = _narrate(facts, ordered, settings, llm)
+            usage += call_usage
+            narrative, dropped = _ground_weekly(narrative, set(facts.prs))
+            store.save_narrative(key, narrative, dropped)
+        else:
+            narrative, dropped = kept
     return WeeklyReport(
         facts=facts,
         narrative=narrative,
@@ -446,6 +443,48 @@ def _weekly(
             generated_at=datetime.now(UTC),
         ),
     )
+
+
+def _each(
+    numbers: list[int],
+    work: Callable[[int, Any], T],
+    inputs: dict[int, Any],
+    settings: Settings,
+    failed: list[FailedPR],
+    tick: Callable[[int], None],
+) -> dict[int, T]:
+    """Runs work per PR on settings.jobs threads; a PR's own failure is recorded, not raised."""
+    results: dict[int, T] = {}
+    tick(0)
+    with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
+        futures = {pool.submit(work, n, inputs[n]): n for n in numbers}
+        for done, future in enumerate(as_completed(futures), 1):
+            try:
+                results[futures[future]] = future.result()
+            except PrhubError as exc:
+                if isinstance(exc, _FATAL) or (
+                    isinstance(exc, LLMRequestError) and not isinstance(exc, ContextTooLong)
+                ):
+                    pool.shutdown(cancel_futures=True)  # it would fail every PR alike
+                    raise
+                failed.append(FailedPR(number=futures[future], error=str(exc)))
+            tick(done)
+    return results
+
+
+def _narrative_key(
+    facts: WeeklyFacts, digests: list[PRDigest], prompt: Prompt, settings: Settings
+) -> str:
+    """Names every input of a week's narrative: its facts, its digests, prompt and model."""
+    parts = [
+        facts.model_dump_json(),
+        *(d.meta.cache_key for d in digests),
+        prompt.id,
+        settings.model,
+        settings.response_mode,
+        str(settings.input_budget),
+    ]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
 
 def digest_line(d: PRDigest, settings: Settings) -> str:

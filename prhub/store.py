@@ -12,7 +12,7 @@ from pathlib import Path
 import platformdirs
 
 from prhub.errors import StoreError
-from prhub.model import PRDigest, PullRequest
+from prhub.model import PRDigest, PullRequest, WeeklyNarrative
 
 # Numbered migrations: the database's user_version says how many have run. Never edit one.
 MIGRATIONS = [
@@ -34,6 +34,14 @@ MIGRATIONS = [
         created_at TEXT NOT NULL
     );
     CREATE INDEX digests_pr ON digests (repo, number);
+    """,
+    """
+    CREATE TABLE narratives (
+        key TEXT PRIMARY KEY,
+        data TEXT NOT NULL,
+        dropped INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    );
     """,
 ]
 
@@ -110,6 +118,21 @@ class Store:
                     digest.model_dump_json(),
                     _now(),
                 ),
+            )
+
+    def narrative(self, key: str) -> tuple[WeeklyNarrative, int] | None:
+        """A week's narrative made before from the same inputs, with its dropped citations."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT data, dropped FROM narratives WHERE key = ?", (key,)
+            ).fetchone()
+        return (WeeklyNarrative.model_validate_json(row[0]), row[1]) if row else None
+
+    def save_narrative(self, key: str, narrative: WeeklyNarrative, dropped: int) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO narratives VALUES (?, ?, ?, ?)",
+                (key, narrative.model_dump_json(), dropped, _now()),
             )
 
     def close(self) -> None:

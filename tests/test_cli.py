@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import socket
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -90,7 +93,7 @@ def env(github: GitHubStandIn, llm: LLMStandIn, store: Path) -> dict[str, str | 
 
 
 def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> None:
-    result = summarize(env, "--github-url", github.url)
+    result = summarize({**env, "GITHUB_API_URL": None}, "--github-url", github.url)
     assert_ok(result)
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"### [#101]({PR_URL}) ")
@@ -210,6 +213,19 @@ def test_read_only_output_directory(env: dict[str, str | None], tmp_path: Path) 
         folder.chmod(0o700)
 
 
+def test_refused_output_file_is_an_output_error(
+    env: dict[str, str | None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a read-only directory does to a user who is not root (root may write anyway).
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    result = summarize(env, "--out", str(tmp_path / "101.md"))
+    assert_fails(result, 14, "Permission denied")
+    assert not (tmp_path / "101.md").exists()
+
+
 def test_output_under_a_file_is_an_output_error(env: dict[str, str | None], tmp_path: Path) -> None:
     # Unwritable even for root, unlike a read-only directory.
     blocker = tmp_path / "blocker"
@@ -317,8 +333,11 @@ def test_second_run_reuses_the_store(
     assert_ok(again)
     assert again.stdout == first.stdout
     assert len(llm.bodies) == llm_calls
-    # One request: the pull, to notice a change; files and reviews come from the store.
-    assert paths(github)[github_calls:] == ["/repos/acme/rocket/pulls/101"]
+    # One request for the PR: the pull, to notice a change; files and reviews come from the store.
+    new = paths(github)[github_calls:]
+    assert [p for p in new if "/pulls/" in p] == ["/repos/acme/rocket/pulls/101"]
+    # GitHubSource also looks the repository up once a run (tests/test_pipeline.py wants that).
+    assert [p for p in new if "/pulls/" not in p] == ["/repos/acme/rocket"]
 
 
 def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandIn) -> None:

@@ -175,8 +175,10 @@ def test_rerun_of_an_unchanged_week_makes_no_llm_call(github, smart_llm, tmp_pat
     config = settings(github, smart_llm, tmp_path)
     first = pipeline.weekly(config, year=2026, week=31)
     llm_calls, github_calls = len(smart_llm.bodies), len(github.requests)
-    again = pipeline.weekly(config, year=2026, week=31, narrate=False)
+    again = pipeline.weekly(config, year=2026, week=31)
     assert len(smart_llm.bodies) == llm_calls
+    assert again.narrative == first.narrative
+    assert again.meta.dropped_citations == first.meta.dropped_citations
     new = github.requests[github_calls:]
     assert all(r["path"] == "/search/issues" for r in new)  # search pages only
     assert again.meta.cached_digests == 6 and again.meta.usage.calls == 0

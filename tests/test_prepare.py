@@ -13,6 +13,7 @@ import pytest
 from prhub.config import Settings
 from prhub.model import FileChange, PreparedPR, PullRequest
 from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
+from prhub.prepare import pack as pack_module
 from prhub.prepare.tokens import count
 
 # Secrets are assembled at run time so that no scanner mistakes this file for a leak.
@@ -153,6 +154,24 @@ def test_small_pr_is_one_chunk_with_everything_in_full() -> None:
     assert len(cov.full) == len(pr.files) - len(cov.excluded) - len(cov.listed)
 
 
+def test_one_chunk_when_tokens_fit_though_the_text_is_long() -> None:
+    # Wide indentation packs many characters into each token.
+    patch = "@@ -1,0 +1,300 @@\n" + "\n".join("+" + " " * 120 + f"x{i} = 1" for i in range(300))
+    pr = make_pr([change("src/wide.py", additions=300, deletions=0, patch=patch)])
+    out = run(pr, 6000, 4)
+    assert len(patch) > 4 * 6000
+    assert len(out.chunks) == 1 and out.coverage.full == ["src/wide.py"]
+    assert count(out.chunks[0], ENC) <= 6000
+
+
+def test_budget_holds_when_the_estimate_falls_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counting joins as free makes every estimate short; the final count must catch it.
+    monkeypatch.setattr(pack_module, "SEP", 0)
+    pr = synthetic(500)
+    for budget, calls in [(2000, 1), (2000, 4), (20000, 4)]:
+        check_invariants(pr, run(pr, budget, calls), budget, calls)
+
+
 def test_no_files() -> None:
     out = run(make_pr([]), 2000)
     assert out.chunks == ["No files changed."]
@@ -253,6 +272,10 @@ def test_pure_rename_is_one_line() -> None:
         (change("static/site.min.css"), "minified"),
         (change("img/logo.png", additions=0, deletions=0, patch=None), "binary, no patch"),
         (change("model.bin", additions=0, deletions=0, patch=None), "binary, no patch"),
+        (
+            change("run.sh", status="changed", additions=0, deletions=0, patch=None),
+            "no content change",
+        ),
         (change("tests/__snapshots__/view.snap"), "data file"),
         (change("data/train.csv"), "data file"),
         (change("tests/fixtures/big.json", added=300), "data file"),

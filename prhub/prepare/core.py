@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from prhub.config import Settings
 from prhub.model import Coverage, FileChange, FileView, PreparedPR, PullRequest
-from prhub.prepare.diff import Entry, blocks, header, split_hunks, tier
+from prhub.prepare.diff import Entry, header, split_hunks, tier
 from prhub.prepare.index import VIEWS, build_index
 from prhub.prepare.noise import is_pure_rename, noise_reason, reduce_notebook
 from prhub.prepare.pack import pack
@@ -24,14 +24,18 @@ NO_PATCH = "GitHub sent no patch (too large)"
 def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
     if count(text, encoding) <= budget:
         return text
-    return truncate(text, budget - count(mark, encoding), encoding) + mark
+    keep = budget - count(mark, encoding)
+    cut = truncate(text, keep, encoding) + mark
+    while count(cut, encoding) > budget:  # the mark may tokenize differently after the cut
+        keep -= 1
+        cut = truncate(text, keep, encoding) + mark
+    return cut
 
 
 def _entry(
     order: int,
     file: FileChange,
     settings: Settings,
-    chunk_budget: int,
     clean: Callable[..., str],
 ) -> Entry:
     enc = settings.encoding
@@ -47,8 +51,6 @@ def _entry(
         tier=tier(file.path),
         header=head,
         header_tokens=count(head, enc),
-        blocks=[],
-        hunks=0,
     )
     # Noise is decided on the real path; its patch is never shown, so it is not scanned either.
     e.excluded = noise_reason(file, settings.noise_globs)
@@ -62,11 +64,8 @@ def _entry(
     if file.path.lower().endswith(".ipynb"):
         patch, e.omitted = reduce_notebook(patch)
         e.base_reason = f"notebook: {e.omitted} output lines dropped" if e.omitted else ""
-    hunks = split_hunks(clean(patch, env_file=is_env_file(file.path)))
-    # Pieces of about a third of a chunk: fine enough to fill chunks, few enough to count fast.
-    e.blocks = blocks(hunks, max(1000, chunk_budget), max(64, chunk_budget // 3), enc)
-    e.hunks = len(hunks)
-    if not e.blocks:
+    e.hunks = split_hunks(clean(patch, env_file=is_env_file(file.path)))
+    if not e.hunks:
         e.no_patch = True
         e.reason = e.base_reason = NO_PATCH if not file.patch else "empty patch"
     return e
@@ -86,7 +85,7 @@ def prepare(
 
     title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
     body = _cut(clean(pr.body or ""), BODY_BUDGET, BODY_CUT, enc)
-    entries = [_entry(i, f, settings, chunk_budget, clean) for i, f in enumerate(pr.files)]
+    entries = [_entry(i, f, settings, clean) for i, f in enumerate(pr.files)]
     ranked = sorted(entries, key=Entry.rank)
     chunks = pack(ranked, chunk_budget, settings.max_calls, enc)
     index = build_index(ranked, index_budget, enc)

@@ -86,8 +86,8 @@ class Entry:
     tier: int
     header: str
     header_tokens: int
-    blocks: list[Block]
-    hunks: int
+    hunks: list[tuple[str, int]] = field(default_factory=list)  # text, changed lines
+    blocks: list[Block] = field(default_factory=list)  # counted by packing, when needed
     excluded: str | None = None  # the noise reason
     no_patch: bool = False
     pure_rename: bool = False
@@ -108,7 +108,7 @@ class Entry:
 
     @property
     def showable(self) -> bool:
-        return self.excluded is None and (bool(self.blocks) or self.pure_rename)
+        return self.excluded is None and (bool(self.hunks) or self.pure_rename)
 
     def rank(self) -> tuple[int, int, int, str]:
         """Sort key: shown kinds before excluded, source before tests before docs, big first."""

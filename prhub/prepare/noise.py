@@ -69,6 +69,7 @@ def noise_reason(file: FileChange, globs: tuple[str, ...] = ()) -> str | None:
     name = lower.rsplit("/", 1)[-1]
     dirs = set(lower.split("/")[:-1])
     ext = name.rsplit(".", 1)[-1] if "." in name else ""
+    changes = file.additions + file.deletions
     for glob in globs:
         if fnmatch(path, glob) or fnmatch(path.rsplit("/", 1)[-1], glob):
             return f"matches noise glob {glob!r}"
@@ -82,12 +83,14 @@ def noise_reason(file: FileChange, globs: tuple[str, ...] = ()) -> str | None:
         return "generated file"
     if not file.patch and is_pure_rename(file):
         return None
+    if not file.patch and file.status in ("changed", "unchanged") and not changes:
+        return "no content change"
     # GitHub sends no patch for binaries and reports them with no changed lines.
-    if not file.patch and (ext in BINARY_EXTS or file.additions + file.deletions == 0):
+    if not file.patch and (ext in BINARY_EXTS or not changes):
         return "binary, no patch"
     if ext in DATA_EXTS:
         return "data file"
-    if ext == "json" and dirs & DATA_DIRS and file.additions + file.deletions > DATA_JSON_LINES:
+    if ext == "json" and dirs & DATA_DIRS and changes > DATA_JSON_LINES:
         return "data file"
     return None
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from prhub.prepare.diff import Entry
+from prhub.prepare.diff import Entry, blocks
 from prhub.prepare.tokens import count
 
 # Tokens reserved for each newline that joins two parts; the final count checks the estimate.
@@ -123,8 +123,8 @@ def _excerpt(e: Entry, room: int, encoding: str) -> int | None:
     whole = sum(total[h] == seen.get(h, 0) for h in total)
     left = sum(b.changed for b in e.blocks) - sum(b.changed for b in shown)
     e.view, e.shown = "excerpt", shown
-    e.reason = f"{OVER_BUDGET}: {whole} of {plural(e.hunks, 'hunk')} shown in full"
-    e.note = f"… {plural(left, 'changed line')} in {e.hunks - whole} more hunks not shown"
+    e.reason = f"{OVER_BUDGET}: {whole} of {plural(len(e.hunks), 'hunk')} shown in full"
+    e.note = f"… {plural(left, 'changed line')} in {len(e.hunks) - whole} more hunks not shown"
     return e.header_tokens + SEP + used + tokens_of(e.note, encoding) + SEP
 
 
@@ -213,10 +213,32 @@ def _render(chunk: list[Unit]) -> str:
     )
 
 
+def _whole(entries: list[Entry], budget: int) -> str | None:
+    """Every file in full as one chunk; None when it is too long to be worth counting."""
+    # Most PRs fit one call: one count of the whole text then checks and sizes it at once.
+    # Code runs about four characters a token; far longer text cannot fit.
+    if sum(len(text) for e in entries for text, _ in e.hunks) > 4 * budget:
+        return None
+    sections = []
+    for e in entries:
+        if e.showable:
+            e.view, e.shown, e.note, e.reason = "full", [], "", e.base_reason
+            sections.append("\n".join([e.header, *(text for text, _ in e.hunks)]))
+    trace = "\n".join(trace_line(e) for e in entries if not e.showable)
+    return "\n\n".join([*sections, trace] if trace else sections)
+
+
 def pack(entries: list[Entry], budget: int, max_calls: int, encoding: str) -> list[str]:
     """Set each entry's view and return the chunk texts, each at most `budget` tokens."""
     if not entries:
         return [NO_FILES]
+    whole = _whole(entries, budget)
+    if whole is not None and count(whole, encoding) <= budget:
+        return [whole]
+    for e in entries:
+        # Hunks longer than half a budget in characters (about an eighth of a chunk in tokens)
+        # are cut into pieces, so a chunk ends with little room wasted.
+        e.blocks = blocks(e.hunks, max(500, budget // 2), max(64, budget // 3), encoding)
     margin = 4 + budget // 200  # slack for tokens merging or splitting across joins
     limit = budget - margin
     for calls in sorted({1, max_calls}):

@@ -24,6 +24,7 @@ def main() -> None:
         sub.add_argument("--port", type=int, default=0)
         sub.add_argument("--fault-rate", type=float, default=0.0)
         sub.add_argument("--seed", type=int, default=0)
+        sub.add_argument("--log", type=Path, help="append one JSON line per request to this file")
     args = parser.parse_args()
     common = {"port": args.port, "fault_rate": args.fault_rate, "seed": args.seed}
     if args.server == "github":
@@ -34,6 +35,8 @@ def main() -> None:
         standin = LLMStandIn(
             api_key=args.api_key, latency=args.latency, context_limit=args.context_limit, **common
         )
+    if args.log:
+        standin.log = args.log.open("a", encoding="utf-8")
     with standin:
         print(standin.url, flush=True)
         try:

@@ -44,6 +44,8 @@ class StandIn:
         self._lock = threading.Lock()
         self._scripts: list[tuple[re.Pattern[str], deque[Any]]] = []
         self._server: ThreadingHTTPServer | None = None
+        # A file that gets one JSON line a request, for a stand-in run in its own process.
+        self.log: Any = None
 
     def start(self) -> StandIn:
         """Bind 127.0.0.1 and serve in a daemon thread."""
@@ -141,6 +143,9 @@ class _Handler(BaseHTTPRequestHandler):
         }
         with standin._lock:
             standin.requests.append(request)
+            if standin.log is not None:
+                standin.log.write(json.dumps({"method": self.command, "path": parts.path}) + "\n")
+                standin.log.flush()
         item = standin._scripted(parts.path)
         if item == "reset":
             return self._reset()
