@@ -114,11 +114,12 @@ def main() -> None:
     )
     print(
         f"GitHub     {one['search']} search requests + {one['other']} others = "
-        f"{one['other'] / prs:.2f} per PR beyond search (at most {one['most_for_one_pr']} for one PR)"
+        f"{one['other'] / prs:.2f} per PR beyond search "
+        f"(at most {one['most_for_one_pr']} for one PR)"
     )
     print(
-        f"rerun      {again['llm_calls']} LLM calls (the narrative, rewritten from stored digests), "
-        f"{again['other']} GitHub requests beyond search, {again['seconds']:.1f} s"
+        f"rerun      {again['llm_calls']} LLM calls, {again['search']} search requests + "
+        f"{again['other']} others, {again['seconds']:.1f} s"
     )
 
 

@@ -85,6 +85,7 @@ def _write(text: str, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text)
         return
+    tmp = None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
@@ -92,6 +93,8 @@ def _write(text: str, out: Path | None) -> None:
             handle.write(text)
         os.replace(tmp, out)
     except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 

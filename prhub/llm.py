@@ -266,7 +266,6 @@ def _retry_hint(exc: BaseException) -> float | None:
             headers = exc.response.headers
             if headers.get("retry-after-ms"):
                 return float(headers["retry-after-ms"]) / 1000
-            if (headers.get("retry-after") or "").replace(".", "", 1).isdigit():
-                return float(headers["retry-after"])
-            return 0.0
+            wait = retry.retry_after(headers.get("retry-after"))
+            return 0.0 if wait is None else wait
     return None

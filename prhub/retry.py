@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import random
 import time
@@ -18,6 +19,21 @@ T = TypeVar("T")
 # Says whether an error is worth another attempt: None for no, else the wait in seconds the
 # server asked for (0.0 when it named none, so the policy's own backoff applies).
 Classifier = Callable[[BaseException], float | None]
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a Retry-After header asks for: a number, or an HTTP date; None if unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 class RetryCounter:

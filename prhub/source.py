@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,7 +11,6 @@ from urllib.parse import urlsplit
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
 from github.PullRequest import PullRequest as GithubPullRequest
-from github.Repository import Repository
 
 from prhub import retry
 from prhub.config import Settings
@@ -117,8 +115,6 @@ class GitHubSource:
         self.settings = settings
         self.client = client or connect(settings)
         self.counter = counter
-        self._repos: dict[str, Repository] = {}
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         self.client.close()
@@ -127,7 +123,12 @@ class GitHubSource:
         """The pull payload alone: one request, enough to tell whether a PR changed."""
 
         def fetch() -> dict[str, Any]:
-            return self._repo(repo).get_pull(number).raw_data
+            # Through PyGithub's requester, the documented way to call an endpoint directly:
+            # one request, where get_repo().get_pull() would first fetch the repository.
+            _, data = self.client.requester.requestJsonAndCheck(
+                "GET", f"/repos/{repo}/pulls/{number}"
+            )
+            return data
 
         return self._call(fetch, f"fetching {repo}#{number}", repo=repo, number=number)
 
@@ -164,26 +165,12 @@ class GitHubSource:
                     "merged_at": item.pull_request.merged_at,
                 }
                 for item in results
+                if item.pull_request is not None  # is:pr makes this hold; mypy cannot know
             ]
 
         hits = self._call(lambda: search(start, end), f"searching {repo}", repo=repo)
         inside = {h["number"]: h for h in hits if start <= h["merged_at"] < end}
         return [inside[n] for n in sorted(inside)]
-
-    def _repo(self, name: str) -> Repository:
-        """The repository, fetched once a run: a missing one fails here, before any PR."""
-        with self._lock:
-            if name not in self._repos:
-                try:
-                    self._repos[name] = self.client.get_repo(name)
-                except GithubException as exc:
-                    if exc.status == 404:
-                        raise RepoNotFound(
-                            f"repository {name} not found (or GITHUB_TOKEN cannot see it): "
-                            "check --repo"
-                        ) from None
-                    raise
-            return self._repos[name]
 
     def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
         try:
@@ -215,7 +202,7 @@ class GitHubSource:
         if exc.status == 401:
             return GitHubAuthError(f"GitHub rejected the token ({message}): check GITHUB_TOKEN")
         if exc.status == 404:
-            if number is not None:
+            if number is not None and self._repo_exists(repo):
                 return PRNotFound(f"{repo}#{number} does not exist")
             return RepoNotFound(
                 f"repository {repo} not found (or GITHUB_TOKEN cannot see it): check --repo"
@@ -229,6 +216,14 @@ class GitHubSource:
                 f"GitHub rate limit reached ({message}); retry after {_reset_hint(exc)}"
             )
         return GitHubUnavailable(f"GitHub answered {exc.status} ({message}); rerun later")
+
+    def _repo_exists(self, repo: str) -> bool:
+        """Whether the repository answers: tells a missing PR from a missing repository."""
+        try:
+            self.client.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
+            return True
+        except GithubException:
+            return False
 
 
 def _message(exc: GithubException) -> str:
@@ -273,8 +268,8 @@ def _retry_hint(exc: BaseException) -> float | None:
     if exc.status >= 500:
         return 0.0
     if _is_rate_limit(exc):
-        if "retry-after" in headers:
-            return float(headers["retry-after"])
+        if (wait := retry.retry_after(headers.get("retry-after"))) is not None:
+            return wait
         reset = headers.get("x-ratelimit-reset")
         if reset and reset.isdigit():
             return max(0.0, int(reset) - datetime.now().timestamp()) + 1

@@ -11,22 +11,25 @@ from pathlib import Path
 import pytest
 
 from prhub.config import Settings
+from prhub.errors import ConfigError
 from prhub.model import FileChange, PreparedPR, PullRequest
 from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
 from prhub.prepare import pack as pack_module
 from prhub.prepare.tokens import count
+from tests.test_redact import (
+    AWS_ID,
+    AWS_SECRET,
+    CASES,
+    GITHUB,
+    GITHUB_PAT,
+    KEY_BODY,
+    OPENAI,
+    PASSWORD,
+    PRIVATE_KEY,
+    SLACK,
+    WEBHOOK,
+)
 
-# Secrets are assembled at run time so that no scanner mistakes this file for a leak.
-GITHUB = "gh" + "p_" + "A1b2C3d4E5" * 4
-GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0" + "_" + "q1W2e3R4t5" * 6
-OPENAI = "sk" + "-proj-" + "T3BlbkFJ" + "x9Y8z7W6v5" * 4
-AWS_ID = "AKIA" + "Q3ZKX7PLM2WN4RT6"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY9q8Z2mK7pL"
-SLACK = "xo" + "xb-" + "123456789012-" + "aBcDeFgHiJkLmNoP"
-WEBHOOK = "https://hooks.slack" + ".com/services/" + "T0AAA1BBB/B0CCC2DDD/" + "q1w2E3r4T5y6U7i8"
-KEY_BODY = "MIIEpAIBAAKCAQEA7x9Y8z7W6v5" * 3
-PRIVATE_KEY = "-----BEGIN " + "PRIVATE KEY-----\n" + KEY_BODY + "\n-----END " + "PRIVATE KEY-----"
-PASSWORD = "Zq8vR2mK9pL4xT7w"
 ENC = "o200k_base"
 AGGREGATE = re.compile(r"^(\S+/) — [\d,]+ files?, ", re.M)
 
@@ -168,8 +171,13 @@ def test_budget_holds_when_the_estimate_falls_short(monkeypatch: pytest.MonkeyPa
     # Counting joins as free makes every estimate short; the final count must catch it.
     monkeypatch.setattr(pack_module, "SEP", 0)
     pr = synthetic(500)
-    for budget, calls in [(2000, 1), (2000, 4), (20000, 4)]:
+    for budget, calls in [(300, 1), (2000, 4), (20000, 4)]:
         check_invariants(pr, run(pr, budget, calls), budget, calls)
+
+
+def test_a_budget_too_small_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="PRHUB_INPUT_BUDGET"):
+        run(synthetic(1), 100)
 
 
 def test_no_files() -> None:
@@ -366,6 +374,20 @@ def test_secrets_never_reach_the_model() -> None:
         "env_value": 2,
     }
     assert out.files[1].path == "keys/[REDACTED:github_token].txt"
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), CASES)
+def test_each_kind_is_redacted_in_patch_title_body_and_path(
+    kind: str, text: str, secret: str
+) -> None:
+    patch = "@@ -1,1 +1,2 @@\n x = 1\n" + "\n".join("+" + line for line in text.split("\n"))
+    in_path = "\n" not in text  # a file name holds no line break
+    path = f"cfg/{text}.py" if in_path else "cfg/keys.py"
+    pr = make_pr([change(path, patch=patch)], title=f"fix: {text}", body=f"Body:\n{text}\n")
+    out = run(pr, 20000)
+    shown = [*out.chunks, out.title, out.body, out.index, *(f.path for f in out.files)]
+    assert all(secret not in part for part in shown)
+    assert out.redactions == {kind: 4 if in_path else 3}
 
 
 def test_corpus_prs_fit_the_default_budget() -> None:

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from prhub.config import Settings
+from prhub.errors import ConfigError
 from prhub.model import Coverage, FileChange, FileView, PreparedPR, PullRequest
 from prhub.prepare.diff import Entry, header, split_hunks, tier
 from prhub.prepare.index import VIEWS, build_index
@@ -19,6 +20,9 @@ BODY_BUDGET = 1500  # tokens
 TITLE_CUT = " …[title truncated]"
 BODY_CUT = "\n\n…[body truncated]"
 NO_PATCH = "GitHub sent no patch (too large)"
+# Below these a chunk cannot hold even a per-directory list of a large PR.
+MIN_CHUNK_BUDGET = 256
+MIN_INDEX_BUDGET = 64
 
 
 def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
@@ -32,12 +36,7 @@ def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
     return cut
 
 
-def _entry(
-    order: int,
-    file: FileChange,
-    settings: Settings,
-    clean: Callable[..., str],
-) -> Entry:
+def _entry(order: int, file: FileChange, settings: Settings, clean: Callable[..., str]) -> Entry:
     enc = settings.encoding
     path = clean(file.path)
     previous = clean(file.previous_path) if file.previous_path else None
@@ -75,6 +74,11 @@ def prepare(
     pr: PullRequest, settings: Settings, *, chunk_budget: int, index_budget: int
 ) -> PreparedPR:
     """Filter, redact, rank and pack a PR's diff into chunks of at most chunk_budget tokens."""
+    if chunk_budget < MIN_CHUNK_BUDGET or index_budget < MIN_INDEX_BUDGET:
+        raise ConfigError(
+            f"a diff chunk of {chunk_budget} tokens (index {index_budget}) is too small: "
+            f"raise the input budget (PRHUB_INPUT_BUDGET) to leave at least {MIN_CHUNK_BUDGET}"
+        )
     enc = settings.encoding
     counts: Counter[str] = Counter()
 

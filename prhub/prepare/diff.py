@@ -10,33 +10,10 @@ from prhub.prepare.noise import is_pure_rename
 from prhub.prepare.tokens import count, truncate
 
 TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "e2e"})
-DOC_EXTS = frozenset({"md", "rst", "txt", "adoc", "org", "ipynb"})
-CONFIG_EXTS = frozenset(
-    {
-        "yml",
-        "yaml",
-        "toml",
-        "ini",
-        "cfg",
-        "conf",
-        "json",
-        "jsonc",
-        "env",
-        "lock",
-        "xml",
-        "properties",
-    }
-)
+DOC_EXTS = frozenset("md rst txt adoc org ipynb".split())
+CONFIG_EXTS = frozenset("yml yaml toml ini cfg conf json jsonc env lock xml properties".split())
 CONFIG_NAMES = frozenset(
-    {
-        "makefile",
-        "codeowners",
-        "license",
-        "setup.cfg",
-        ".gitignore",
-        ".gitattributes",
-        ".dockerignore",
-    }
+    "makefile codeowners license setup.cfg .gitignore .gitattributes .dockerignore".split()
 )
 CI_DIRS = frozenset({".github", ".gitlab", ".circleci", ".buildkite", ".ci", "ci", "docs", "doc"})
 _HUNK_RANGE = re.compile(r"@@ [^@\n]*@@")
@@ -46,7 +23,9 @@ def tier(path: str) -> int:
     """0 for source code, 1 for tests, 2 for docs, config and CI: lower ranks first."""
     parts = path.lower().split("/")
     name = parts[-1]
-    stem, _, ext = name.rpartition(".")
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        stem, ext = name, ""
     if (
         TEST_DIRS.intersection(parts[:-1])
         or name.startswith("test_")
