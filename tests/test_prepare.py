@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,10 +92,8 @@ def synthetic(n: int) -> PullRequest:
     return make_pr(files)
 
 
-def run(
-    pr: PullRequest, budget: int, calls: int = 4, index: int = 2000, **kw: object
-) -> PreparedPR:
-    settings = Settings(max_calls=calls, **kw)  # type: ignore[arg-type]
+def run(pr: PullRequest, budget: int, calls: int = 4, index: int = 2000, **kw: Any) -> PreparedPR:
+    settings = Settings(max_calls=calls, **kw)
     return prepare(pr, settings, chunk_budget=budget, index_budget=index)
 
 

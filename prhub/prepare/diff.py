@@ -82,10 +82,6 @@ class Entry:
         return self.additions + self.deletions
 
     @property
-    def full_tokens(self) -> int:
-        return self.header_tokens + sum(b.tokens + 1 for b in self.blocks)
-
-    @property
     def showable(self) -> bool:
         return self.excluded is None and (bool(self.hunks) or self.pure_rename)
 

@@ -103,6 +103,10 @@ def _trace_depth(entries: list[Entry], room: int, encoding: str) -> int | None:
     return options[-1]
 
 
+def _full_tokens(e: Entry) -> int:
+    return e.header_tokens + sum(b.tokens + SEP for b in e.blocks)
+
+
 def _excerpt(e: Entry, room: int, encoding: str) -> int | None:
     """Show the first hunks that fit `room`; the tokens used, or None when none fits."""
     room -= e.header_tokens + SEP + NOTE_TOKENS + SEP
@@ -151,9 +155,10 @@ def allocate(entries: list[Entry], capacity: int, encoding: str) -> list[Unit]:
         if per_file:
             reserve -= line
         room = capacity - used - reserve
-        if e.full_tokens + SEP <= room:
+        full = _full_tokens(e) + SEP
+        if full <= room:
             e.view, e.shown = "full", e.blocks
-            used += e.full_tokens + SEP
+            used += full
             continue
         spent = None if e.pure_rename else _excerpt(e, room, encoding)
         if spent is not None:

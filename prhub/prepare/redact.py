@@ -53,11 +53,8 @@ def _has_digit_and_letter(value: str) -> bool:
 
 def _not_placeholder(userinfo: str) -> bool:
     password = userinfo.partition(":")[2]
-    return not password.startswith(("$", "{", "<", "%", "*")) and password.lower() not in {
-        "password",
-        "pass",
-        "passwd",
-    }
+    templated = password.startswith(("$", "{", "<", "%", "*"))
+    return not templated and password.lower() not in ("password", "pass", "passwd")
 
 
 # Order matters: specific kinds first; a later rule skips values that are already markers.
