@@ -90,6 +90,13 @@ def message_tokens(messages: list[dict[str, str]], encoding: str) -> int:
     return count("\n".join(m["content"] for m in messages), encoding)
 
 
+def schema_text(settings: Settings, schema: type[BaseModel]) -> str | None:
+    """The JSON Schema to spell out in the prompt, for endpoints without json_schema mode."""
+    if settings.response_mode == "json_schema":
+        return None
+    return json.dumps(schema.model_json_schema(), ensure_ascii=False, indent=1)
+
+
 class ContextTooLong(LLMRequestError):
     """The endpoint said the prompt exceeds the model's context."""
 
@@ -120,12 +127,6 @@ class LLM:
 
     def close(self) -> None:
         self.client.close()
-
-    def schema_text(self, schema: type[BaseModel]) -> str | None:
-        """The JSON Schema to spell out in the prompt, for endpoints without json_schema mode."""
-        if self.settings.response_mode == "json_schema":
-            return None
-        return json.dumps(schema.model_json_schema(), ensure_ascii=False, indent=1)
 
     def complete(self, messages: list[dict[str, str]], schema: type[M]) -> tuple[M, Usage]:
         """A reply validated as `schema`; one corrective retry when it does not validate."""

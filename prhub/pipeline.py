@@ -22,7 +22,7 @@ from prhub.errors import (
     PrhubError,
     PRNotMerged,
 )
-from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt
+from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt, schema_text
 from prhub.model import (
     ChunkNotes,
     Coverage,
@@ -59,15 +59,16 @@ def summarize_pr(
 ) -> PRDigest:
     """Fetches one PR and returns its digest, reusing one made before from the same inputs."""
     repo = settings.require_repo()
-    llm = llm or LLM(settings)  # a missing key fails before any GitHub request
-    source = source or GitHubSource(settings)
-    store = store or Store(settings.store)
-    pr = load_pr(repo, number, settings, source, store)
-    if not pr.merged and not settings.allow_unmerged:
-        raise PRNotMerged(
-            f"{repo}#{number} is not merged: pass --allow-unmerged to digest it anyway"
-        )
-    return cached_digest(pr, settings, llm, store)[0]
+    with ExitStack() as owned:  # close only the clients made here
+        llm = llm or owned.enter_context(closing(LLM(settings)))  # no key: fail before GitHub
+        source = source or owned.enter_context(closing(GitHubSource(settings)))
+        store = store or owned.enter_context(closing(Store(settings.store)))
+        pr = load_pr(repo, number, settings, source, store)
+        if not pr.merged and not settings.allow_unmerged:
+            raise PRNotMerged(
+                f"{repo}#{number} is not merged: pass --allow-unmerged to digest it anyway"
+            )
+        return cached_digest(pr, settings, llm, store)[0]
 
 
 def load_pr(
@@ -142,10 +143,10 @@ def _version(payload: dict[str, Any]) -> str:
     return (payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head
 
 
-def digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
-    """Prepares a PR within the token budget and asks the model for its digest."""
+def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int]:
+    """Tokens left for one call's diff chunk and for the final call's file index."""
     prompt, notes_prompt = load_prompt("digest"), load_prompt("digest_notes")
-    schema, notes_schema = llm.schema_text(DigestContent), llm.schema_text(ChunkNotes)
+    schema, notes_schema = schema_text(settings, DigestContent), schema_text(settings, ChunkNotes)
     fixed = max(
         _tokens(prompt, settings, _stub(pr), diff="", notes=[], index="", schema=schema),
         _tokens(notes_prompt, settings, _stub(pr), diff="", part=9, parts=9, schema=notes_schema),
@@ -157,35 +158,47 @@ def digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             f"input budget {settings.input_budget} is too small for a digest prompt: "
             f"raise --input-budget to at least {settings.input_budget - index_budget + 500}"
         )
-    prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
+    return chunk_budget, index_budget
 
+
+def plan(pr: PullRequest, settings: Settings) -> tuple[PreparedPR, list[list[dict[str, str]]]]:
+    """The PR prepared within budget, and the messages of its first calls: one, or one a chunk."""
+    chunk_budget, index_budget = budgets(pr, settings)
+    prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
     if len(prepared.chunks) == 1:
-        messages = prompt.messages(
+        prompt = load_prompt("digest")
+        schema = schema_text(settings, DigestContent)
+        first = prompt.messages(
             **_context(prepared), diff=prepared.chunks[0], notes=[], index="", schema=schema
         )
-        content, usage = llm.complete(messages, DigestContent)
+        return prepared, [first]
+    notes_prompt = load_prompt("digest_notes")
+    schema = schema_text(settings, ChunkNotes)
+    return prepared, [
+        notes_prompt.messages(
+            **_context(prepared), diff=chunk, part=i, parts=len(prepared.chunks), schema=schema
+        )
+        for i, chunk in enumerate(prepared.chunks, 1)
+    ]
+
+
+def digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
+    """Prepares a PR within the token budget and asks the model for its digest."""
+    prompt, notes_prompt = load_prompt("digest"), load_prompt("digest_notes")
+    prepared, calls = plan(pr, settings)
+    if len(calls) == 1:
+        content, usage = llm.complete(calls[0], DigestContent)
     else:
-        parts = len(prepared.chunks)
-
-        def read_part(part: int) -> tuple[ChunkNotes, Usage]:
-            messages = notes_prompt.messages(
-                **_context(prepared),
-                diff=prepared.chunks[part],
-                part=part + 1,
-                parts=parts,
-                schema=notes_schema,
-            )
-            return llm.complete(messages, ChunkNotes)
-
-        with ThreadPoolExecutor(max_workers=parts) as pool:
-            results = list(pool.map(read_part, range(parts)))
+        # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
+        with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+            results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
         notes = [_trim_notes(note, settings) for note, _ in results]
+        schema = schema_text(settings, DigestContent)
         messages = prompt.messages(
             **_context(prepared), diff="", notes=notes, index=prepared.index, schema=schema
         )
         content, usage = llm.complete(messages, DigestContent)
-        for _, part_usage in results:
-            usage += part_usage
+        usage = sum((u for _, u in results), usage)
 
     content, dropped = _ground(content, pr)
     modules, kind, breaking = parse_title(pr.title)
@@ -505,7 +518,7 @@ def _narrate(
 ) -> tuple[WeeklyNarrative, Usage]:
     """One call when the week's digests fit the budget, else one per group and a final one."""
     prompt = load_prompt("weekly")
-    schema = llm.schema_text(WeeklyNarrative)
+    schema = schema_text(settings, WeeklyNarrative)
     period = (
         f"{facts.start:%Y-%m-%d %H:%M} 至 {facts.end:%Y-%m-%d %H:%M}（{facts.tz}，不含结束时刻）"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,3 +62,10 @@ def corpus_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared corpus not found at {path}")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage() -> Iterator[None]:
+    """Collects after each test, so a client left open fails the test that leaked it."""
+    yield
+    gc.collect()

@@ -11,6 +11,7 @@ import jinja2
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
+from prhub import llm as llm_module
 from prhub import retry
 from prhub.config import Settings
 from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable
@@ -142,14 +143,15 @@ def test_request_asks_for_strict_json_schema(make_llm: MakeLLM, llm: LLMStandIn)
 
 def test_json_object_mode(make_llm: MakeLLM, llm: LLMStandIn) -> None:
     client = make_llm(response_mode="json_object")
-    assert json.loads(client.schema_text(Rating) or "") == Rating.model_json_schema()
+    schema = llm_module.schema_text(client.settings, Rating)
+    assert json.loads(schema or "") == Rating.model_json_schema()
     llm.script([("content", VALID)])
     client.complete(MESSAGES, Rating)
     assert llm.bodies[0]["response_format"] == {"type": "json_object"}
 
 
 def test_schema_text_is_none_when_the_endpoint_enforces_the_schema(make_llm: MakeLLM) -> None:
-    assert make_llm().schema_text(Rating) is None
+    assert llm_module.schema_text(make_llm().settings, Rating) is None
 
 
 def test_a_fenced_reply_is_accepted(make_llm: MakeLLM, llm: LLMStandIn) -> None:
