@@ -44,6 +44,7 @@ def github() -> Iterator[GitHubStandIn]:
     """A GitHub stand-in over fixtures/github that accepts only GITHUB_TOKEN."""
     with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN) as server:
         yield server
+        gc.collect()  # a client left open now fails the test that leaked it
     assert not server.errors, server.errors
 
 
@@ -52,6 +53,7 @@ def llm() -> Iterator[LLMStandIn]:
     """An OpenAI stand-in that accepts only OPENAI_KEY."""
     with LLMStandIn(api_key=OPENAI_KEY) as server:
         yield server
+        gc.collect()  # a client left open now fails the test that leaked it
     assert not server.errors, server.errors
 
 
@@ -62,10 +64,3 @@ def corpus_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared corpus not found at {path}")
     return path
-
-
-@pytest.fixture(autouse=True)
-def _collect_garbage() -> Iterator[None]:
-    """Collects after each test, so a client left open fails the test that leaked it."""
-    yield
-    gc.collect()
