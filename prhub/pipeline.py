@@ -40,6 +40,7 @@ from prhub.model import (
     parse_title,
 )
 from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare, redact
+from prhub.prepare.redact import is_env_file
 from prhub.prepare.tokens import count, truncate
 from prhub.source import GitHubSource
 from prhub.store import Store
@@ -111,8 +112,8 @@ def scrub(pr: PullRequest) -> PullRequest:
     """The PR with secret-shaped text replaced by markers, before it is kept or shown."""
     counts: Counter[str] = Counter()
 
-    def clean(text: str) -> str:
-        cleaned, found = redact(text)
+    def clean(text: str, env_file: bool = False) -> str:
+        cleaned, found = redact(text, env_file=env_file)
         counts.update(found)
         return cleaned
 
@@ -121,7 +122,7 @@ def scrub(pr: PullRequest) -> PullRequest:
             update={
                 "path": clean(f.path),
                 "previous_path": clean(f.previous_path) if f.previous_path else None,
-                "patch": clean(f.patch) if f.patch is not None else None,
+                "patch": clean(f.patch, is_env_file(f.path)) if f.patch is not None else None,
             }
         )
         for f in pr.files
