@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -31,6 +32,7 @@ def _main() -> None:
 class Format(StrEnum):
     markdown = "markdown"
     json = "json"
+    html = "html"
 
 
 class ResponseMode(StrEnum):
@@ -38,14 +40,11 @@ class ResponseMode(StrEnum):
     json_object = "json_object"
 
 
-Repo = Annotated[
-    str | None, typer.Option("--repo", help="owner/name (env PRHUB_REPO)", show_default=False)
-]
+SUFFIX = {Format.markdown: "md", Format.json: "json", Format.html: "html"}
+
+Repo = Annotated[str | None, typer.Option("--repo", help="owner/name (env PRHUB_REPO)")]
 GitHubURL = Annotated[
-    str | None,
-    typer.Option(
-        "--github-url", help="GitHub API base URL (env GITHUB_API_URL)", show_default=False
-    ),
+    str | None, typer.Option("--github-url", help="GitHub API base URL (env GITHUB_API_URL)")
 ]
 Model = Annotated[str | None, typer.Option("--model", help="model name (env PRHUB_MODEL)")]
 Mode = Annotated[
@@ -58,11 +57,9 @@ Budget = Annotated[
 MaxCalls = Annotated[
     int | None, typer.Option("--max-calls", help="map calls for a PR too big for one call")
 ]
-Out = Annotated[Path | None, typer.Option("--out", help="write to this file instead of stdout")]
 Fmt = Annotated[Format, typer.Option("--format", help="output format")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="log each request and retry")]
-
-
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress, no summary")]
 Week = Annotated[int | None, typer.Option("--week", help="ISO week [default: last complete]")]
 Year = Annotated[int | None, typer.Option("--year", help="ISO year [default: this year]")]
 Since = Annotated[str | None, typer.Option("--since", help="start date (instead of --week)")]
@@ -71,13 +68,24 @@ TZ = Annotated[str | None, typer.Option("--tz", help="timezone of the week (Asia
 Jobs = Annotated[int | None, typer.Option("--jobs", help="PRs summarised at once (4)")]
 Refresh = Annotated[bool, typer.Option("--refresh", help="refetch and resummarise everything")]
 StorePath = Annotated[Path | None, typer.Option("--store", help="SQLite store (PRHUB_STORE)")]
+Config = Annotated[
+    Path | None, typer.Option("--config", help="config file [./prhub.toml or pyproject.toml]")
+]
+PromptDir = Annotated[
+    Path | None, typer.Option("--prompt-dir", help="your own prompt versions, tried first")
+]
+DryRunFlag = Annotated[
+    bool, typer.Option("--dry-run", help="fetch and prepare only: show calls, tokens and cost")
+]
 
 
-def _settings(**flags: Any) -> Settings:
+def _settings(config: Path | None = None, **flags: Any) -> Settings:
     for key, value in flags.items():
         if isinstance(value, Enum):
             flags[key] = value.value
-    return load_settings(flags)
+        elif value is False:
+            flags[key] = None  # an unset switch must not hide the environment's value
+    return load_settings(flags, config=config)
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -125,33 +133,58 @@ def summarize(
     ] = False,
     store: StorePath = None,
     refresh: Refresh = False,
+    config: Config = None,
+    prompt_dir: PromptDir = None,
+    dry_run: DryRunFlag = False,
     fmt: Fmt = Format.markdown,
-    out: Out = None,
+    out: Annotated[Path | None, typer.Option("--out", help="write to this file")] = None,
+    quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Digest one merged PR in Chinese: title, reading verdict, advice, risks."""
     _logging(verbose)
+    started = time.monotonic()
     try:
         settings = _settings(
+            config,
             repo=repo,
             github_url=github_url,
             model=model,
             response_mode=response_mode,
             input_budget=input_budget,
             max_calls=max_calls,
-            allow_unmerged=allow_unmerged or None,
+            allow_unmerged=allow_unmerged,
             store=store,
-            refresh=refresh or None,
+            refresh=refresh,
+            prompt_dir=prompt_dir,
         )
-        from prhub import pipeline, render  # heavy SDKs load only when a command runs
+        from prhub import pipeline, progress, render  # heavy SDKs load only when a command runs
 
-        digest = pipeline.summarize_pr(pr, settings)
-        text = (
-            render.digest_json(digest)
-            if fmt is Format.json
-            else render.digest_markdown(digest, settings.tz)
-        )
+        if dry_run:
+            _write(progress.dry_run_text(pipeline.dry_run_pr(pr, settings), settings), out)
+            return
+        stats = pipeline.RunStats()
+        digest = pipeline.summarize_pr(pr, settings, stats=stats)
+        if fmt is Format.json:
+            text = render.digest_json(digest)
+        elif fmt is Format.html:
+            from prhub import html
+
+            text = html.digest_html(digest, settings.tz)
+        else:
+            text = render.digest_markdown(digest, settings.tz)
         _write(text, out)
+        if not quiet:
+            line = progress.summary(
+                stats.prs,
+                stats.cached,
+                stats.failed,
+                stats.usage,
+                stats.retries.count,
+                time.monotonic() - started,
+                settings,
+            )
+            typer.echo(f"prhub: {line}", err=True)
     except PrhubError as exc:
         _fail(exc)
 
@@ -171,17 +204,23 @@ def weekly(
     input_budget: Budget = None,
     store: StorePath = None,
     refresh: Refresh = False,
+    config: Config = None,
+    prompt_dir: PromptDir = None,
+    dry_run: DryRunFlag = False,
     fmt: Fmt = Format.markdown,
     out: Annotated[
         str | None,
         typer.Option("--out", help="file, or - for stdout [reports/OWNER/REPO/YEAR-WNN.md]"),
     ] = None,
+    quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs."""
     _logging(verbose)
+    started = time.monotonic()
     try:
         settings = _settings(
+            config,
             repo=repo,
             tz=tz,
             jobs=jobs,
@@ -190,18 +229,57 @@ def weekly(
             response_mode=response_mode,
             input_budget=input_budget,
             store=store,
-            refresh=refresh or None,
+            refresh=refresh,
+            prompt_dir=prompt_dir,
         )
-        from prhub import pipeline, render
+        from prhub import pipeline, progress, render
 
-        report = pipeline.weekly(
-            settings, year=year, week=week, since=since, until=until, progress=_progress()
-        )
-        text = render.weekly_json(report) if fmt is Format.json else render.weekly_markdown(report)
+        display = progress.Display(quiet)
+        try:
+            if dry_run:
+                plan = pipeline.dry_run_week(
+                    settings, year=year, week=week, since=since, until=until, progress=display
+                )
+                display.close()
+                _write(
+                    progress.dry_run_text(plan, settings), None if out in (None, "-") else Path(out)
+                )
+                return
+            stats = pipeline.RunStats()
+            report = pipeline.weekly(
+                settings,
+                year=year,
+                week=week,
+                since=since,
+                until=until,
+                stats=stats,
+                progress=display,
+            )
+        finally:
+            display.close()
+        if fmt is Format.json:
+            text = render.weekly_json(report)
+        elif fmt is Format.html:
+            from prhub import html
+
+            text = html.weekly_html(report)
+        else:
+            text = render.weekly_markdown(report)
         target = None if out == "-" else Path(out) if out else _report_path(report, fmt)
         _write(text, target)
         if target is not None:
-            typer.echo(f"prhub: wrote {target}", err=True)
+            display.line(f"wrote {target}")
+        display.line(
+            progress.summary(
+                stats.prs,
+                stats.cached,
+                stats.failed,
+                stats.usage,
+                stats.retries.count,
+                time.monotonic() - started,
+                settings,
+            )
+        )
         if report.failed:
             numbers = " ".join(f"#{f.number}" for f in report.failed)
             raise PartialFailure(
@@ -225,48 +303,83 @@ def labels(
     github_url: GitHubURL = None,
     model: Model = None,
     store: StorePath = None,
-    out: Out = None,
+    config: Config = None,
+    prompt_dir: PromptDir = None,
+    out: Annotated[Path | None, typer.Option("--out", help="write to this file")] = None,
+    quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Show the week's digests grouped by tag (module, type, label)."""
     _logging(verbose)
     try:
         settings = _settings(
-            repo=repo, tz=tz, jobs=jobs, github_url=github_url, model=model, store=store
+            config,
+            repo=repo,
+            tz=tz,
+            jobs=jobs,
+            github_url=github_url,
+            model=model,
+            store=store,
+            prompt_dir=prompt_dir,
         )
-        from prhub import pipeline, render
+        from prhub import pipeline, progress, render
 
-        report = pipeline.weekly(
-            settings,
-            year=year,
-            week=week,
-            since=since,
-            until=until,
-            narrate=False,
-            progress=_progress(),
-        )
+        display = progress.Display(quiet)
+        try:
+            report = pipeline.weekly(
+                settings,
+                year=year,
+                week=week,
+                since=since,
+                until=until,
+                narrate=False,
+                progress=display,
+            )
+        finally:
+            display.close()
         _write(render.labels_markdown(report, tag), out)
+    except PrhubError as exc:
+        _fail(exc)
+
+
+@app.command("config")
+def show_config(
+    repo: Repo = None,
+    config: Config = None,
+) -> None:
+    """Print the effective settings and where the config file is; secrets are masked."""
+    from prhub.config import describe
+
+    try:
+        settings = _settings(config, repo=repo)
+    except PrhubError as exc:
+        _fail(exc)
+    source = settings.config_file or "none (flags, environment and defaults only)"
+    typer.echo(f"config file: {source}")
+    for name, value in describe(settings):
+        typer.echo(f"{name} = {value}")
+
+
+@app.command()
+def prompts(prompt_dir: PromptDir = None) -> None:
+    """List the prompt templates and their versions; the latest is used."""
+    from prhub.llm import load_prompt, tasks, versions
+
+    try:
+        for task in tasks(prompt_dir):
+            known = versions(task, prompt_dir)
+            for version in known:
+                prompt = load_prompt(task, version, prompt_dir)
+                latest = "  (used)" if version == known[-1] else ""
+                typer.echo(f"{prompt.id:<22} {prompt.fingerprint}  {prompt.folder}{latest}")
     except PrhubError as exc:
         _fail(exc)
 
 
 def _report_path(report: Any, fmt: Format) -> Path:
     facts = report.facts
-    suffix = {"markdown": "md", "json": "json"}[fmt.value]
     if facts.week is not None:
         name = f"{facts.year}-W{facts.week:02d}"
     else:
         name = f"{facts.start:%Y-%m-%d}_{facts.end:%Y-%m-%d}"
-    return Path("reports") / facts.repo / f"{name}.{suffix}"
-
-
-def _progress() -> Any:
-    """Plain progress lines on stderr."""
-    last = {"done": -1}
-
-    def show(stage: str, done: int, total: int) -> None:
-        if total and done != last["done"] and (done == total or done % 5 == 0):
-            last["done"] = done
-            typer.echo(f"prhub: {stage} {done}/{total}", err=True)
-
-    return show
+    return Path("reports") / facts.repo / f"{name}.{SUFFIX[fmt]}"

@@ -1,4 +1,10 @@
-"""Settings: one frozen object built from environment and flags, passed down."""
+"""Settings: one frozen object from flags, environment and config file, passed down.
+
+Precedence, highest first: command-line flags; environment variables; the config file's
+[repos."owner/name"] section for the repository in use; the config file's top level; defaults.
+The config file is --config PATH, else $PRHUB_CONFIG, else ./prhub.toml, else [tool.prhub] in
+./pyproject.toml. Secrets (tokens, keys) come from the environment only.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +39,18 @@ ENV = {
     "tz": "PRHUB_TZ",
     "jobs": "PRHUB_JOBS",
     "store": "PRHUB_STORE",
+    "prompt_dir": "PRHUB_PROMPT_DIR",
+}
+SECRETS = ("github_token", "openai_api_key")
+
+# Estimated USD per million tokens (input, output); a config file's [prices] adds or overrides.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "deepseek-chat": (0.27, 1.10),
+    "qwen-plus": (0.40, 1.20),
 }
 
 
@@ -63,6 +82,11 @@ class Settings(BaseModel):
     store: Path | None = None
     allow_unmerged: bool = False
     refresh: bool = False
+    prompt_dir: Path | None = None
+    # Tag spellings folded into one, per repository: {"ascend": "npu"}.
+    tags: dict[str, str] = {}
+    prices: dict[str, tuple[float, float]] = {}
+    config_file: Path | None = None  # where file settings came from, for `prhub config`
 
     @field_validator("repo")
     @classmethod
@@ -91,17 +115,90 @@ class Settings(BaseModel):
         return hashlib.sha256(data.encode()).hexdigest()[:12]
 
 
+def price(settings: Settings) -> tuple[float, float] | None:
+    """USD per million input and output tokens of the model in use, if known."""
+    return {**PRICES, **settings.prices}.get(settings.model)
+
+
+def find_config(explicit: Path | None, env: Mapping[str, str], cwd: Path) -> Path | None:
+    """The config file in use: --config, $PRHUB_CONFIG, ./prhub.toml or ./pyproject.toml."""
+    if explicit or env.get("PRHUB_CONFIG"):
+        path = Path(explicit or env["PRHUB_CONFIG"])
+        if not path.is_file():
+            raise ConfigError(f"config file {path} not found")
+        return path
+    for name in ("prhub.toml", "pyproject.toml"):
+        if (cwd / name).is_file():
+            return cwd / name
+    return None
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The prhub table of a config file: the whole prhub.toml, or [tool.prhub] of pyproject."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("prhub", {})
+    for key in SECRETS:
+        if key in data or any(key in section for section in data.get("repos", {}).values()):
+            raise ConfigError(f"{path}: keep {key} out of files; export {ENV[key]} instead")
+    return data
+
+
+def _file_values(data: dict[str, Any], repo: str | None) -> dict[str, Any]:
+    values = {k: v for k, v in data.items() if k not in ("repos", "prices")}
+    values["prices"] = {
+        model: (float(p.get("input", 0)), float(p.get("output", 0)))
+        for model, p in data.get("prices", {}).items()
+    }
+    section = data.get("repos", {}).get(repo or values.get("repo") or "", {})
+    values.update({k: v for k, v in section.items() if k != "prices"})
+    if "noise_globs" in values:
+        values["noise_globs"] = tuple(values["noise_globs"])
+    return values
+
+
 def load_settings(
-    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config: Path | None = None,
+    cwd: Path | None = None,
 ) -> Settings:
-    """Settings from the environment, overridden by the flags that were given (not None)."""
+    """Settings from defaults, config file, environment and flags (not None), in that order."""
     env = os.environ if env is None else env
-    values: dict[str, Any] = {key: env[name] for key, name in ENV.items() if env.get(name)}
-    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    from_env = {key: env[name] for key, name in ENV.items() if env.get(name)}
+    path = find_config(config, env, cwd or Path.cwd())
+    values: dict[str, Any] = {}
+    data = read_config(path) if path else {}
+    if data:
+        repo = flags.get("repo") or from_env.get("repo")
+        values = {**_file_values(data, repo), "config_file": path}
+    values.update(from_env)
+    values.update(flags)
     try:
         return Settings(**values)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "settings"
-        name = ENV.get(field, field)
-        raise ConfigError(f"invalid {field} ({name}): {err['msg']}") from None
+        where = ENV.get(field, field)
+        raise ConfigError(f"invalid {field} ({where}): {err['msg']}") from None
+
+
+def describe(settings: Settings) -> list[tuple[str, str]]:
+    """Every setting and its value, secrets masked, for `prhub config`."""
+    rows = []
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if name in SECRETS:
+            shown = "(not set)" if value is None else _mask(value.get_secret_value())
+        else:
+            shown = json.dumps(value, default=str, ensure_ascii=False)
+        rows.append((name, shown))
+    return rows
+
+
+def _mask(secret: str) -> str:
+    return f"set ({len(secret)} characters, not shown)"

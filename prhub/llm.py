@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -43,10 +44,16 @@ class Prompt:
     version: str
     system: jinja2.Template
     user: jinja2.Template
+    source: str  # both templates' text: what a cache key must name, wherever they came from
+    folder: Path
 
     @property
     def id(self) -> str:
         return f"{self.task}@{self.version}"
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:12]
 
     def messages(self, **variables: Any) -> list[dict[str, str]]:
         return [
@@ -55,21 +62,34 @@ class Prompt:
         ]
 
 
+def _folders(task: str, prompt_dir: Path | None) -> list[Path]:
+    """Where a task's templates are looked for: the user's folder first, then the shipped one."""
+    return [*([prompt_dir / task] if prompt_dir else []), default_prompt_dir() / task]
+
+
 def versions(task: str, prompt_dir: Path | None = None) -> list[str]:
-    """The versions of `task` found in the prompt folder, oldest first."""
-    folder = (prompt_dir or default_prompt_dir()) / task
-    found = {p.name.split(".")[0] for p in folder.glob("v*.system.j2")}
+    """The versions of `task` found in the prompt folders, oldest first."""
+    found = {
+        p.name.split(".")[0] for f in _folders(task, prompt_dir) for p in f.glob("v*.system.j2")
+    }
     return sorted(found, key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
+
+
+def tasks(prompt_dir: Path | None = None) -> list[str]:
+    """Every task with at least one prompt version."""
+    roots = [*([prompt_dir] if prompt_dir else []), default_prompt_dir()]
+    return sorted({p.parent.name for root in roots for p in root.glob("*/v*.system.j2")})
 
 
 @cache
 def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None = None) -> Prompt:
     """The given version of a task's prompt, or its latest; compiled once a process."""
-    folder = (prompt_dir or default_prompt_dir()) / task
     known = versions(task, prompt_dir)
     version = version or (known[-1] if known else None)
     if version not in known:
-        raise ConfigError(f"no prompt {task}@{version} in {folder}")
+        where = ", ".join(str(f) for f in _folders(task, prompt_dir))
+        raise ConfigError(f"no prompt {task}@{version} in {where}")
+    folder = next(f for f in _folders(task, prompt_dir) if (f / f"{version}.system.j2").is_file())
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
@@ -77,12 +97,13 @@ def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None =
         autoescape=False,
     )
     env.filters["untrusted"] = untrusted
-    return Prompt(
-        task,
-        version,
-        env.get_template(f"{version}.system.j2"),
-        env.get_template(f"{version}.user.j2"),
-    )
+    names = (f"{version}.system.j2", f"{version}.user.j2")
+    try:
+        source = "".join((folder / name).read_text(encoding="utf-8") for name in names)
+        system, user = (env.get_template(name) for name in names)
+    except (OSError, jinja2.TemplateError) as exc:
+        raise ConfigError(f"prompt {task}@{version} in {folder} is unusable: {exc}") from None
+    return Prompt(task, version, system, user, source, folder)
 
 
 def message_tokens(messages: list[dict[str, str]], encoding: str) -> int:
@@ -99,6 +120,42 @@ def schema_text(settings: Settings, schema: type[BaseModel]) -> str | None:
 
 class ContextTooLong(LLMRequestError):
     """The endpoint said the prompt exceeds the model's context."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        sent: int | None = None,
+        limit: int | None = None,
+        used: int | None = None,
+        reserved: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.sent = sent  # prompt tokens as prhub counted them
+        self.limit = limit  # the model's context, as the endpoint reported it
+        self.used = used  # the prompt's tokens as the endpoint counted them
+        self.reserved = reserved  # reply tokens the endpoint counts against the context
+
+    def smaller_budget(self, budget: int) -> int | None:
+        """An input budget, in prhub's tokens, that fits the context reported; None if unknown."""
+        if not (self.sent and self.limit and self.used):
+            return None
+        # Scaled by how the endpoint's tokenizer counts ours; 5 % spare for chat-format overhead.
+        fit = int((self.limit - self.reserved) * self.sent / self.used * 0.95)
+        return fit if 0 < fit < min(budget, self.sent) else None
+
+
+# How OpenAI, vLLM, DeepSeek and llama.cpp word a context overflow.
+_CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+)|context size \((\d+) tokens\)")
+_PROMPT_USED = re.compile(
+    r"(\d+) in the messages|messages resulted in (\d+) tokens|request \((\d+) tokens\)"
+)
+_REPLY_RESERVED = re.compile(r"(\d+) in the completion")
+_CUT_OFF = (
+    "上一条回复超出了 {limit} 个 token 的输出上限，在中途被截断了。"
+    "请重新输出完整的 JSON 对象，并写得更短：每个字段只写最要紧的内容，列表只留最重要的几项。"
+    "只输出 JSON，不要其他文字。"
+)
 
 
 class LLM:
@@ -136,33 +193,44 @@ class LLM:
                 f"prompt of {tokens} tokens exceeds the input budget {self.settings.input_budget}"
             )
         usage = Usage()
-        reply, call_usage = self._ask(messages, schema)
+        reply, call_usage, cut = self._ask(messages, schema)
         usage += call_usage
         try:
             return _parse(reply, schema), usage
         except ValueError as problem:
+            if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one
+                correction = _CUT_OFF.format(limit=self.settings.output_tokens)
+            else:
+                correction = (
+                    f"上一条回复没有通过校验：\n{problem}\n"
+                    "请修正后重新输出完整的 JSON 对象，只输出 JSON，不要其他文字。"
+                )
             retry_messages = [
                 *messages,
                 {"role": "assistant", "content": reply},
-                {
-                    "role": "user",
-                    "content": "上一条回复没有通过校验：\n"
-                    f"{problem}\n"
-                    "请修正后重新输出完整的 JSON 对象，只输出 JSON，不要其他文字。",
-                },
+                {"role": "user", "content": correction},
             ]
-            reply, call_usage = self._ask(retry_messages, schema)
+            reply, call_usage, cut = self._ask(retry_messages, schema)
             usage += call_usage
             try:
                 return _parse(reply, schema), usage
             except ValueError as again:
+                if cut:
+                    raise LLMInvalidReply(
+                        "the model's reply was cut off at the output limit "
+                        f"({self.settings.output_tokens} tokens) twice: raise "
+                        "PRHUB_OUTPUT_TOKENS or use a model that writes less"
+                    ) from None
                 first = str(again).splitlines()[0]
                 raise LLMInvalidReply(
                     f"the model's reply failed validation twice ({first}); try another model "
                     "or --response-mode json_object"
                 ) from None
 
-    def _ask(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Usage]:
+    def _ask(
+        self, messages: list[dict[str, str]], schema: type[BaseModel]
+    ) -> tuple[str, Usage, bool]:
+        """The reply's text, its usage, and whether it was cut off at the output limit."""
         if self.settings.response_mode == "json_schema":
             response_format: Any = {
                 "type": "json_schema",
@@ -189,7 +257,7 @@ class LLM:
                 send, self.settings, _retry_hint, what="LLM call", counter=self.counter
             )
         except openai.APIStatusError as exc:
-            raise self._translate(exc) from None
+            raise self._translate(exc, messages) from None
         except openai.APIConnectionError as exc:
             kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "is unreachable"
             raise LLMUnavailable(
@@ -197,20 +265,23 @@ class LLM:
             ) from None
         choice = response.choices[0]
         content = choice.message.content or ""
-        if choice.finish_reason == "length":
-            content += "\n[reply cut off at the output limit]"
         usage = response.usage
-        return content, Usage(
-            calls=1,
-            tokens_in=usage.prompt_tokens if usage else message_tokens(messages, "o200k_base"),
-            tokens_out=usage.completion_tokens if usage else count(content),
+        return (
+            content,
+            Usage(
+                calls=1,
+                tokens_in=usage.prompt_tokens if usage else message_tokens(messages, "o200k_base"),
+                tokens_out=usage.completion_tokens if usage else count(content),
+            ),
+            choice.finish_reason == "length",
         )
 
     def _where(self) -> str:
         return str(self.settings.openai_base_url or "https://api.openai.com/v1")
 
-    def _translate(self, exc: openai.APIStatusError) -> Exception:
+    def _translate(self, exc: openai.APIStatusError, messages: list[dict[str, str]]) -> Exception:
         detail = _error_message(exc)
+        code = _error_code(exc)
         if exc.status_code in (401, 403):
             return LLMRequestError(
                 f"the LLM endpoint rejected the API key ({exc.status_code}): check OPENAI_API_KEY"
@@ -220,12 +291,30 @@ class LLM:
                 f"model {self.settings.model!r} not found at {self._where()} ({detail}): "
                 "check --model / PRHUB_MODEL"
             )
-        if exc.status_code == 429 or exc.status_code >= 500:
+        if "insufficient_quota" in code:
+            return LLMRequestError(
+                f"the LLM account is out of quota ({detail}): check its plan and billing"
+            )
+        if exc.status_code == 429:
+            return LLMUnavailable(
+                f"the LLM endpoint kept refusing with 429 ({detail}): rerun later, or lower --jobs"
+            )
+        if exc.status_code >= 500:
             return LLMUnavailable(
                 f"the LLM endpoint kept failing ({exc.status_code}: {detail}); rerun later"
             )
-        if "context" in detail.lower() and "length" in detail.lower():
-            return ContextTooLong(f"the prompt is too long for the model: {detail}")
+        if "context" in code or re.search(r"context.{0,20}(length|size|window)", detail.lower()):
+            limit, used, reserved = (
+                _first_number(pattern, detail)
+                for pattern in (_CONTEXT_LIMIT, _PROMPT_USED, _REPLY_RESERVED)
+            )
+            return ContextTooLong(
+                f"the prompt is too long for the model: {detail}",
+                sent=message_tokens(messages, self.settings.encoding),
+                limit=limit,
+                used=used,
+                reserved=self.settings.output_tokens if reserved is None else reserved,
+            )
         if "response_format" in detail or "json_schema" in detail:
             return LLMRequestError(
                 f"the endpoint refused structured output ({detail}): "
@@ -258,10 +347,26 @@ def _error_message(exc: openai.APIStatusError) -> str:
     return str(message or exc.message)[:300]
 
 
+def _error_code(exc: openai.APIStatusError) -> str:
+    """The error's code or type (e.g. context_length_exceeded), lowercased; "" if none."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    if not isinstance(error, dict):
+        return ""
+    return f"{error.get('code') or ''} {error.get('type') or ''}".strip().lower()
+
+
+def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
+    match = pattern.search(text)
+    return int(next(g for g in match.groups() if g)) if match else None
+
+
 def _retry_hint(exc: BaseException) -> float | None:
     """Seconds to wait before retrying an LLM failure, or None when retrying cannot help."""
     if isinstance(exc, openai.APIConnectionError):  # includes timeouts
         return 0.0
+    if isinstance(exc, openai.APIStatusError) and "insufficient_quota" in _error_code(exc):
+        return None  # a 429 that waiting does not cure
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408:
             headers = exc.response.headers

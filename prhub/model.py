@@ -358,3 +358,30 @@ class WeeklyReport(BaseModel):
     digests: list[PRDigest]  # ascending PR number
     failed: list[FailedPR] = []
     meta: WeeklyMeta
+
+
+class PlannedPR(BaseModel):
+    """What digesting one PR would send, from a dry run."""
+
+    number: int
+    cached: bool  # a stored digest would be reused: no call
+    calls: int
+    tokens_in: int
+
+
+class DryRun(BaseModel):
+    """The calls and tokens a run would send, and nothing sent."""
+
+    repo: str
+    prs: list[PlannedPR]
+    narrative_calls: int = 0
+    narrative_tokens_in: int = 0
+    output_tokens_max: int = 0  # the reply budget of every call
+
+    @property
+    def calls(self) -> int:
+        return sum(p.calls for p in self.prs) + self.narrative_calls
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(p.tokens_in for p in self.prs) + self.narrative_tokens_in

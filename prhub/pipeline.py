@@ -6,14 +6,15 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import ExitStack, closing
+from contextlib import ExitStack, closing, contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from prhub import analyse
+from prhub import analyse, retry
 from prhub.config import Settings
 from prhub.errors import (
     ConfigError,
@@ -22,13 +23,15 @@ from prhub.errors import (
     PrhubError,
     PRNotMerged,
 )
-from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt, schema_text
+from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
 from prhub.model import (
     ChunkNotes,
     Coverage,
     DigestContent,
     DigestMeta,
+    DryRun,
     FailedPR,
+    PlannedPR,
     PRDigest,
     PreparedPR,
     PullRequest,
@@ -50,6 +53,55 @@ NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-redu
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 
 
+@dataclass
+class RunStats:
+    """What a run did, for its closing summary; filled in as it goes."""
+
+    prs: int = 0
+    cached: int = 0
+    failed: int = 0
+    usage: Usage = field(default_factory=Usage)
+    retries: retry.RetryCounter = field(default_factory=retry.RetryCounter)
+
+
+Progress = Callable[[str, int, int], None]  # stage, done, total
+
+
+@dataclass
+class _Run:
+    """The services and settings of one command, handed to the steps that need them."""
+
+    settings: Settings
+    source: GitHubSource
+    store: Store
+    llm: LLM | None
+    stats: RunStats
+    tick: Progress
+
+
+@contextmanager
+def _run(
+    settings: Settings,
+    source: GitHubSource | None,
+    llm: LLM | None,
+    store: Store | None,
+    stats: RunStats | None,
+    progress: Progress | None,
+    *,
+    need_llm: bool = True,
+) -> Iterator[_Run]:
+    """Makes the clients not passed in, and closes only those."""
+    stats = stats or RunStats()
+    with ExitStack() as owned:
+        if need_llm and llm is None:  # first: a missing key fails before any GitHub request
+            llm = owned.enter_context(closing(LLM(settings, counter=stats.retries)))
+        if source is None:
+            source = owned.enter_context(closing(GitHubSource(settings, counter=stats.retries)))
+        if store is None:
+            store = owned.enter_context(closing(Store(settings.store)))
+        yield _Run(settings, source, store, llm, stats, progress or (lambda *_: None))
+
+
 def summarize_pr(
     number: int,
     settings: Settings,
@@ -57,19 +109,64 @@ def summarize_pr(
     source: GitHubSource | None = None,
     llm: LLM | None = None,
     store: Store | None = None,
+    stats: RunStats | None = None,
 ) -> PRDigest:
     """Fetches one PR and returns its digest, reusing one made before from the same inputs."""
     repo = settings.require_repo()
-    with ExitStack() as owned:  # close only the clients made here
-        llm = llm or owned.enter_context(closing(LLM(settings)))  # no key: fail before GitHub
-        source = source or owned.enter_context(closing(GitHubSource(settings)))
-        store = store or owned.enter_context(closing(Store(settings.store)))
-        pr = load_pr(repo, number, settings, source, store)
-        if not pr.merged and not settings.allow_unmerged:
-            raise PRNotMerged(
-                f"{repo}#{number} is not merged: pass --allow-unmerged to digest it anyway"
-            )
-        return cached_digest(pr, settings, llm, store)[0]
+    with _run(settings, source, llm, store, stats, None) as run:
+        pr = _merged_pr(run, repo, number)
+        assert run.llm is not None
+        digest, hit = cached_digest(pr, settings, run.llm, run.store)
+        run.stats.prs, run.stats.cached = 1, int(hit)
+        run.stats.usage = Usage() if hit else digest.meta.usage
+        return digest
+
+
+def dry_run_pr(
+    number: int,
+    settings: Settings,
+    *,
+    source: GitHubSource | None = None,
+    store: Store | None = None,
+) -> DryRun:
+    """What summarizing one PR would send to the model; fetches and prepares, sends nothing."""
+    repo = settings.require_repo()
+    with _run(settings, source, None, store, None, None, need_llm=False) as run:
+        planned = _planned(run, _merged_pr(run, repo, number))
+        return DryRun(
+            repo=repo, prs=[planned], output_tokens_max=planned.calls * settings.output_tokens
+        )
+
+
+def _merged_pr(run: _Run, repo: str, number: int) -> PullRequest:
+    pr = load_pr(repo, number, run.settings, run.source, run.store)
+    if not pr.merged and not run.settings.allow_unmerged:
+        raise PRNotMerged(
+            f"{repo}#{number} is not merged: pass --allow-unmerged to digest it anyway"
+        )
+    return pr
+
+
+def _planned(run: _Run, pr: PullRequest) -> PlannedPR:
+    """The calls and prompt tokens digesting `pr` would take; none when its digest is stored."""
+    settings = run.settings
+    key = digest_key(pr, settings, [_prompt(settings, "digest"), _prompt(settings, "digest_notes")])
+    if not settings.refresh and run.store.digest(key):
+        return PlannedPR(number=pr.number, cached=True, calls=0, tokens_in=0)
+    prepared, calls = plan(pr, settings)
+    tokens = sum(message_tokens(m, settings.encoding) for m in calls)
+    if len(calls) > 1:  # the final call: fixed text, the index and each chunk's notes
+        final = _prompt(settings, "digest").messages(
+            **_context(prepared),
+            diff="",
+            notes=[],
+            index=prepared.index,
+            schema=schema_text(settings, DigestContent),
+        )
+        tokens += message_tokens(final, settings.encoding) + len(calls) * NOTE_BUDGET
+    return PlannedPR(
+        number=pr.number, cached=False, calls=len(calls) + (len(calls) > 1), tokens_in=tokens
+    )
 
 
 def load_pr(
@@ -100,7 +197,14 @@ def cached_digest(
     pr: PullRequest, settings: Settings, llm: LLM, store: Store
 ) -> tuple[PRDigest, bool]:
     """The stored digest for exactly these inputs (and True), else a new one, stored."""
-    key = digest_key(pr, settings, [load_prompt("digest"), load_prompt("digest_notes")])
+    key = digest_key(
+        pr,
+        settings,
+        [
+            _prompt(settings, "digest"),
+            _prompt(settings, "digest_notes"),
+        ],
+    )
     if not settings.refresh and (found := store.digest(key)):
         return found, True
     digest = digest_pr(pr, settings, llm)
@@ -146,7 +250,10 @@ def _version(payload: dict[str, Any]) -> str:
 
 def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int]:
     """Tokens left for one call's diff chunk and for the final call's file index."""
-    prompt, notes_prompt = load_prompt("digest"), load_prompt("digest_notes")
+    prompt, notes_prompt = (
+        _prompt(settings, "digest"),
+        _prompt(settings, "digest_notes"),
+    )
     schema, notes_schema = schema_text(settings, DigestContent), schema_text(settings, ChunkNotes)
     fixed = max(
         _tokens(prompt, settings, _stub(pr), diff="", notes=[], index="", schema=schema),
@@ -167,13 +274,13 @@ def plan(pr: PullRequest, settings: Settings) -> tuple[PreparedPR, list[list[dic
     chunk_budget, index_budget = budgets(pr, settings)
     prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
     if len(prepared.chunks) == 1:
-        prompt = load_prompt("digest")
+        prompt = _prompt(settings, "digest")
         schema = schema_text(settings, DigestContent)
         first = prompt.messages(
             **_context(prepared), diff=prepared.chunks[0], notes=[], index="", schema=schema
         )
         return prepared, [first]
-    notes_prompt = load_prompt("digest_notes")
+    notes_prompt = _prompt(settings, "digest_notes")
     schema = schema_text(settings, ChunkNotes)
     return prepared, [
         notes_prompt.messages(
@@ -185,7 +292,10 @@ def plan(pr: PullRequest, settings: Settings) -> tuple[PreparedPR, list[list[dic
 
 def digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
     """Prepares a PR within the token budget and asks the model for its digest."""
-    prompt, notes_prompt = load_prompt("digest"), load_prompt("digest_notes")
+    prompt, notes_prompt = (
+        _prompt(settings, "digest"),
+        _prompt(settings, "digest_notes"),
+    )
     prepared, calls = plan(pr, settings)
     if len(calls) == 1:
         content, usage = llm.complete(calls[0], DigestContent)
@@ -237,12 +347,17 @@ def digest_key(pr: PullRequest, settings: Settings, prompts: list[Prompt]) -> st
         pr.repo,
         str(pr.number),
         pr.version,
-        *(p.id for p in prompts),
+        *(f"{p.id}:{p.fingerprint}" for p in prompts),
         settings.model,
         settings.response_mode,
         settings.prepare_key(),
     ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+
+def _prompt(settings: Settings, task: str) -> Prompt:
+    """The latest version of a task's prompt, the user's --prompt-dir first."""
+    return load_prompt(task, prompt_dir=settings.prompt_dir)
 
 
 def _stub(pr: PullRequest) -> PreparedPR:
@@ -365,97 +480,138 @@ def weekly(
     llm: LLM | None = None,
     store: Store | None = None,
     narrate: bool = True,
-    progress: Callable[[str, int, int], None] | None = None,
+    stats: RunStats | None = None,
+    progress: Progress | None = None,
 ) -> WeeklyReport:
     """Digests every PR merged in the window, computes the week's facts, writes the narrative."""
     repo = settings.require_repo()
     start, end, year, week = window(
         settings, year=year, week=week, since=since, until=until, now=now
     )
-    with ExitStack() as owned:  # close only the clients made here
-        llm = llm or owned.enter_context(closing(LLM(settings)))
-        source = source or owned.enter_context(closing(GitHubSource(settings)))
-        store = store or owned.enter_context(closing(Store(settings.store)))
-        return _weekly(
-            settings, repo, start, end, year, week, source, llm, store, narrate, progress
+    with _run(settings, source, llm, store, stats, progress) as run:
+        assert run.llm is not None
+        failed: list[FailedPR] = []
+        fetched = _fetch_window(run, repo, start, end, failed)
+        # Biggest first: a PR that needs several calls should not be the last one started.
+        order = sorted(fetched, key=lambda n: -(fetched[n].additions + fetched[n].deletions))
+        llm_ = run.llm
+        made = _each(
+            order,
+            lambda n, pr: cached_digest(pr, settings, llm_, run.store),
+            fetched,
+            settings,
+            failed,
+            lambda done: run.tick("summarize", done, len(order)),
+        )
+        digests = {n: digest for n, (digest, _) in made.items()}
+        cached = sum(hit for _, hit in made.values())
+        usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
+        facts = analyse.weekly_facts(
+            [fetched[n] for n in sorted(digests)],
+            digests,
+            repo=repo,
+            start=start,
+            end=end,
+            tz=settings.tz,
+            year=year,
+            week=week,
+        )
+        prompt = _prompt(settings, "weekly")
+        narrative, dropped = None, 0
+        if narrate and digests:
+            ordered = [digests[n] for n in sorted(digests)]
+            key = _narrative_key(facts, ordered, prompt, settings)
+            kept = None if settings.refresh else run.store.narrative(key)
+            if kept is None:
+                narrative, call_usage = _narrate(facts, ordered, settings, llm_)
+                usage += call_usage
+                narrative, dropped = _ground_weekly(narrative, set(facts.prs))
+                run.store.save_narrative(key, narrative, dropped)
+            else:
+                narrative, dropped = kept
+        run.stats.prs = len(digests) + len(failed)
+        run.stats.cached, run.stats.failed, run.stats.usage = cached, len(failed), usage
+        return WeeklyReport(
+            facts=facts,
+            narrative=narrative,
+            digests=[digests[n] for n in sorted(digests)],
+            failed=sorted(failed, key=lambda f: f.number),
+            meta=WeeklyMeta(
+                prompt=prompt.id,
+                model=settings.model,
+                usage=usage,
+                cached_digests=cached,
+                dropped_citations=dropped,
+                generated_at=datetime.now(UTC),
+            ),
         )
 
 
-def _weekly(
+def dry_run_week(
     settings: Settings,
-    repo: str,
-    start: datetime,
-    end: datetime,
-    year: int,
-    week: int | None,
-    source: GitHubSource,
-    llm: LLM,
-    store: Store,
-    narrate: bool,
-    progress: Callable[[str, int, int], None] | None,
-) -> WeeklyReport:
-    report = progress or (lambda stage, done, total: None)
-    hits = source.merged_between(repo, start, end)
-    failed: list[FailedPR] = []
-    fetched = _each(
-        [h["number"] for h in hits],
-        lambda n, hit: load_pr(repo, n, settings, source, store, hit.get("updated_at")),
-        dict(zip([h["number"] for h in hits], hits, strict=True)),
-        settings,
-        failed,
-        lambda done: report("fetch", done, len(hits)),
+    *,
+    year: int | None = None,
+    week: int | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    now: datetime | None = None,
+    source: GitHubSource | None = None,
+    store: Store | None = None,
+    progress: Progress | None = None,
+) -> DryRun:
+    """What a weekly run would send to the model; fetches and prepares, sends nothing."""
+    repo = settings.require_repo()
+    start, end, year, week = window(
+        settings, year=year, week=week, since=since, until=until, now=now
     )
-    # Biggest first: a PR that needs several calls should not be the last one started.
-    order = sorted(fetched, key=lambda n: -(fetched[n].additions + fetched[n].deletions))
-    made = _each(
-        order,
-        lambda n, pr: cached_digest(pr, settings, llm, store),
-        fetched,
-        settings,
-        failed,
-        lambda done: report("summarize", done, len(order)),
-    )
-    prs = {n: fetched[n] for n in made}
-    digests = {n: digest for n, (digest, _) in made.items()}
-    cached = sum(hit for _, hit in made.values())
-    usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
+    with _run(settings, source, None, store, None, progress, need_llm=False) as run:
+        fetched = _fetch_window(run, repo, start, end, [])
+        planned = [_planned(run, fetched[n]) for n in sorted(fetched)]
+        calls, tokens = 0, 0
+        if planned:
+            stub = WeeklyFacts(
+                repo=repo,
+                year=year,
+                week=week,
+                start=start,
+                end=end,
+                tz=settings.tz,
+                prs=sorted(fetched),
+                pr_count=len(fetched),
+            )
+            # Digests are not written yet: count each PR's line at its full share.
+            lines = ["#0 " + "字" * DIGEST_LINE_TOKENS] * len(planned)
+            messages = _prompt(settings, "weekly").messages(
+                facts=stub,
+                period="",
+                digests=lines,
+                partials=[],
+                schema=schema_text(settings, WeeklyNarrative),
+            )
+            tokens = message_tokens(messages, settings.encoding)
+            groups = -(-tokens // settings.input_budget)
+            calls = 1 if groups == 1 else groups + 1
+        return DryRun(
+            repo=repo,
+            prs=planned,
+            narrative_calls=calls,
+            narrative_tokens_in=tokens,
+            output_tokens_max=(sum(p.calls for p in planned) + calls) * settings.output_tokens,
+        )
 
-    facts = analyse.weekly_facts(
-        [prs[n] for n in sorted(prs)],
-        digests,
-        repo=repo,
-        start=start,
-        end=end,
-        tz=settings.tz,
-        year=year,
-        week=week,
-    )
-    prompt = load_prompt("weekly")
-    narrative, dropped = None, 0
-    if narrate and digests:
-        ordered = [digests[n] for n in sorted(digests)]
-        key = _narrative_key(facts, ordered, prompt, settings)
-        kept = None if settings.refresh else store.narrative(key)
-        if kept is None:
-            narrative, call_usage = _narrate(facts, ordered, settings, llm)
-            usage += call_usage
-            narrative, dropped = _ground_weekly(narrative, set(facts.prs))
-            store.save_narrative(key, narrative, dropped)
-        else:
-            narrative, dropped = kept
-    return WeeklyReport(
-        facts=facts,
-        narrative=narrative,
-        digests=[digests[n] for n in sorted(digests)],
-        failed=sorted(failed, key=lambda f: f.number),
-        meta=WeeklyMeta(
-            prompt=prompt.id,
-            model=settings.model,
-            usage=usage,
-            cached_digests=cached,
-            dropped_citations=dropped,
-            generated_at=datetime.now(UTC),
-        ),
+
+def _fetch_window(
+    run: _Run, repo: str, start: datetime, end: datetime, failed: list[FailedPR]
+) -> dict[int, PullRequest]:
+    """Every PR merged in the window, from the store when unchanged, else from GitHub."""
+    hits = {h["number"]: h for h in run.source.merged_between(repo, start, end)}
+    return _each(
+        sorted(hits),
+        lambda n, hit: load_pr(repo, n, run.settings, run.source, run.store, hit.get("updated_at")),
+        hits,
+        run.settings,
+        failed,
+        lambda done: run.tick("fetch", done, len(hits)),
     )
 
 
@@ -493,7 +649,7 @@ def _narrative_key(
     parts = [
         facts.model_dump_json(),
         *(d.meta.cache_key for d in digests),
-        prompt.id,
+        f"{prompt.id}:{prompt.fingerprint}",
         settings.model,
         settings.response_mode,
         str(settings.input_budget),
@@ -518,7 +674,7 @@ def _narrate(
     facts: WeeklyFacts, digests: list[PRDigest], settings: Settings, llm: LLM
 ) -> tuple[WeeklyNarrative, Usage]:
     """One call when the week's digests fit the budget, else one per group and a final one."""
-    prompt = load_prompt("weekly")
+    prompt = _prompt(settings, "weekly")
     schema = schema_text(settings, WeeklyNarrative)
     period = (
         f"{facts.start:%Y-%m-%d %H:%M} 至 {facts.end:%Y-%m-%d %H:%M}（{facts.tz}，不含结束时刻）"

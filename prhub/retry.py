@@ -1,4 +1,4 @@
-"""One retry policy for GitHub and the LLM: bounded attempts and waits, Retry-After honoured."""
+"""One retry policy for GitHub and the LLM: bounded attempts, waits and time; Retry-After heeded."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ T = TypeVar("T")
 # Says whether an error is worth another attempt: None for no, else the wait in seconds the
 # server asked for (0.0 when it named none, so the policy's own backoff applies).
 Classifier = Callable[[BaseException], float | None]
+# Seconds one call may spend from its first attempt to the start of its last: attempts and waits
+# both count, so slow timeouts cannot add up past it. (A Settings field is due; a constant until.)
+MAX_RETRY_TIME = 300.0
 
 
 def retry_after(value: str | None) -> float | None:
@@ -54,8 +57,10 @@ def call(
     what: str,
     counter: RetryCounter | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged."""
+    started = clock()
 
     def should_retry(state: tenacity.RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
@@ -79,8 +84,13 @@ def call(
         exc = state.outcome.exception() if state.outcome else None
         log.info("%s failed (%s); retry %d", what, type(exc).__name__, state.attempt_number)
 
+    def stop(state: tenacity.RetryCallState) -> bool:
+        # Runs after wait(): upcoming_sleep is the pause before the next attempt.
+        spent = clock() - started + state.upcoming_sleep
+        return state.attempt_number >= settings.max_attempts or spent > MAX_RETRY_TIME
+
     retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(settings.max_attempts),
+        stop=stop,
         wait=wait,
         retry=should_retry,
         before_sleep=before_sleep,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -212,8 +213,10 @@ class GitHubSource:
                 f"GitHub refused access to {repo} ({message}): check the token's scopes"
             )
         if _is_rate_limit(exc):
+            token = self.settings.github_token
+            advice = "" if token else "; export GITHUB_TOKEN for a higher limit"
             return GitHubUnavailable(
-                f"GitHub rate limit reached ({message}); retry after {_reset_hint(exc)}"
+                f"GitHub rate limit reached ({message}); rerun after {_reset_hint(exc)}{advice}"
             )
         return GitHubUnavailable(f"GitHub answered {exc.status} ({message}); rerun later")
 
@@ -250,7 +253,9 @@ def _reset_hint(exc: GithubException) -> str:
         return f"{headers['retry-after']} s"
     reset = headers.get("x-ratelimit-reset")
     if reset and reset.isdigit():
-        return datetime.fromtimestamp(int(reset)).astimezone().strftime("%H:%M:%S")
+        minutes = math.ceil(max(0, int(reset) - time.time()) / 60)
+        at = datetime.fromtimestamp(int(reset)).astimezone()
+        return f"{at:%Y-%m-%d %H:%M:%S %z}, when the limit resets (in {minutes} min)"
     return "a while"
 
 

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import platformdirs
+from pydantic import BaseModel, ValidationError
 
 from prhub.errors import StoreError
 from prhub.model import PRDigest, PullRequest, WeeklyNarrative
 
+B = TypeVar("B", bound=BaseModel)
+
 # Numbered migrations: the database's user_version says how many have run. Never edit one.
+# Each runs in one transaction with its version bump; statements are split at ";", so none may
+# hold a ";" inside a string.
 MIGRATIONS = [
     """
     CREATE TABLE pulls (
@@ -43,6 +50,19 @@ MIGRATIONS = [
         created_at TEXT NOT NULL
     );
     """,
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        command TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        counts TEXT NOT NULL DEFAULT '{}',
+        tokens_in INTEGER NOT NULL DEFAULT 0,
+        tokens_out INTEGER NOT NULL DEFAULT 0,
+        calls INTEGER NOT NULL DEFAULT 0,
+        errors TEXT NOT NULL DEFAULT '[]'
+    );
+    """,
 ]
 
 
@@ -56,22 +76,20 @@ class Store:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_path()
         self._lock = threading.Lock()
+        if self.path.is_dir():
+            raise StoreError(f"the store {self.path} is a directory: pass --store FILE")
+        db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA busy_timeout=10000")
-            self._migrate()
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA busy_timeout=10000")  # first: the steps below may wait on a lock
+            db.execute("PRAGMA journal_mode=WAL")
+            _migrate(db)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the store {self.path} ({exc}): fix its permissions, "
-                "or pass --store PATH"
-            ) from None
-
-    def _migrate(self) -> None:
-        done = self._db.execute("PRAGMA user_version").fetchone()[0]
-        for number, script in enumerate(MIGRATIONS[done:], start=done + 1):
-            self._db.executescript(f"BEGIN; {script}; PRAGMA user_version = {number}; COMMIT;")
+            if db is not None:
+                db.close()
+            raise StoreError(f"cannot open the store {self.path} ({exc}): {_advice(exc)}") from None
+        self._db = db
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -93,7 +111,8 @@ class Store:
             row = db.execute(
                 "SELECT data, updated_at FROM pulls WHERE repo = ? AND number = ?", (repo, number)
             ).fetchone()
-        return (PullRequest.model_validate_json(row[0]), row[1]) if row else None
+        pr = _load(PullRequest, row[0]) if row else None
+        return (pr, row[1]) if pr and row else None
 
     def save_pull(self, pr: PullRequest, updated_at: str) -> None:
         with self._tx() as db:
@@ -105,7 +124,7 @@ class Store:
     def digest(self, key: str) -> PRDigest | None:
         with self._tx() as db:
             row = db.execute("SELECT data FROM digests WHERE key = ?", (key,)).fetchone()
-        return PRDigest.model_validate_json(row[0]) if row else None
+        return _load(PRDigest, row[0]) if row else None
 
     def save_digest(self, digest: PRDigest) -> None:
         with self._tx() as db:
@@ -126,7 +145,8 @@ class Store:
             row = db.execute(
                 "SELECT data, dropped FROM narratives WHERE key = ?", (key,)
             ).fetchone()
-        return (WeeklyNarrative.model_validate_json(row[0]), row[1]) if row else None
+        narrative = _load(WeeklyNarrative, row[0]) if row else None
+        return (narrative, row[1]) if narrative and row else None
 
     def save_narrative(self, key: str, narrative: WeeklyNarrative, dropped: int) -> None:
         with self._tx() as db:
@@ -135,8 +155,94 @@ class Store:
                 (key, narrative.model_dump_json(), dropped, _now()),
             )
 
+    def start_run(self, command: str) -> int:
+        """Records that a command started; returns the run's id for finish_run."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "INSERT INTO runs (command, started_at) VALUES (?, ?)", (command, _now())
+            )
+        return int(cursor.lastrowid or 0)
+
+    def finish_run(
+        self,
+        run_id: int,
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        calls: int = 0,
+        errors: Sequence[Any] = (),
+        **counts: int,
+    ) -> None:
+        """Records how a run ended: its counts (prs=, cached=, failed=, retries=...), usage, errors.
+
+        A run without an end was killed or crashed.
+        """
+        listed = [e.model_dump(mode="json") if isinstance(e, BaseModel) else e for e in errors]
+        with self._tx() as db:
+            db.execute(
+                "UPDATE runs SET finished_at = ?, counts = ?, tokens_in = ?, tokens_out = ?, "
+                "calls = ?, errors = ? WHERE id = ?",
+                (
+                    _now(),
+                    json.dumps(counts, sort_keys=True),
+                    tokens_in,
+                    tokens_out,
+                    calls,
+                    json.dumps(listed, ensure_ascii=False, default=str),
+                    run_id,
+                ),
+            )
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest runs, newest first, with counts and errors decoded."""
+        with self._tx() as db:
+            cursor = db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+            names = [column[0] for column in cursor.description]
+            found = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        for run in found:
+            run["counts"], run["errors"] = json.loads(run["counts"]), json.loads(run["errors"])
+        return found
+
     def close(self) -> None:
         self._db.close()
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Applies the migrations not yet run, each atomically; also proves the file is writable."""
+    while True:
+        db.execute("BEGIN IMMEDIATE")  # re-read the version under the write lock: two may race
+        try:
+            done = db.execute("PRAGMA user_version").fetchone()[0]
+            if done >= len(MIGRATIONS):
+                db.execute(f"PRAGMA user_version = {done}")  # a write, so a read-only file fails
+                db.execute("ROLLBACK")
+                return
+            for statement in MIGRATIONS[done].split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {done + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+
+def _advice(exc: Exception) -> str:
+    text = str(exc).lower()
+    if "not a database" in text or "malformed" in text:
+        return "it is not a prhub store or is damaged; move it aside, or pass --store PATH"
+    if "readonly" in text or "read-only" in text:
+        return "it is read-only; fix its permissions, or pass --store PATH"
+    return "fix its permissions, or pass --store PATH"
+
+
+def _load(model: type[B], data: str) -> B | None:
+    """A stored row as `model`; None when it no longer validates (made by another version)."""
+    try:
+        return model.model_validate_json(data)
+    except ValidationError:
+        return None
 
 
 def _now() -> str:

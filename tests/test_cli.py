@@ -101,7 +101,13 @@ def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> N
     footer = [line for line in lines if line.startswith("<sub>")]
     assert len(footer) == 1
     assert "digest@v1 · gpt-4o-mini" in footer[0]
-    assert result.stderr == ""
+    # stderr holds the closing summary alone; --quiet leaves it empty
+    [summary] = result.stderr.splitlines()
+    assert summary.startswith("prhub: 1 PRs (0 from the store, 0 failed) · 1 LLM calls · ")
+    assert "≈ $" in summary and "0 retries" in summary
+    quiet = summarize({**env, "GITHUB_API_URL": None}, "--github-url", github.url, "--quiet")
+    assert_ok(quiet)
+    assert quiet.stderr == "" and quiet.stdout == result.stdout
 
 
 def test_json_digest(env: dict[str, str | None]) -> None:

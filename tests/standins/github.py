@@ -143,16 +143,18 @@ class _Handler(BaseHTTPRequestHandler):
         }
         with standin._lock:
             standin.requests.append(request)
-            if standin.log is not None:
-                standin.log.write(json.dumps({"method": self.command, "path": parts.path}) + "\n")
-                standin.log.flush()
         item = standin._scripted(parts.path)
-        if item == "reset":
-            return self._reset()
         if item is not None and item[0] == "sleep":
             time.sleep(item[1])
             item = None
         kind = None if item is not None else standin._fault(parts.path)
+        if standin.log is not None:
+            line = {"method": self.command, "path": parts.path}
+            with standin._lock:  # with the injected fault's kind, for a bench to count
+                standin.log.write(json.dumps({**line, **({"fault": kind} if kind else {})}) + "\n")
+                standin.log.flush()
+        if item == "reset":
+            return self._reset()
         if kind == "reset":
             return self._reset()
         try:

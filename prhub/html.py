@@ -1,0 +1,193 @@
+"""Self-contained HTML pages from models only: no fetching, no model calls, nothing external."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+import jinja2
+from markupsafe import Markup, escape
+
+from prhub.model import PRDigest, WeeklyFacts, WeeklyReport, tag_name
+from prhub.render import _period, coverage_line, local_time, weekly_title
+
+__all__ = ["digest_html", "weekly_html"]
+
+_TEMPLATES = Path(__file__).parent / "templates"
+# A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
+_INLINE = re.compile(r"(`+)(.+?)\1|(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)", re.DOTALL)
+_VERDICT_CLASS = {"精读": "v-deep", "快速浏览": "v-skim", "可跳过": "v-skip"}
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+@cache
+def _assets() -> dict[str, str]:
+    """The inline style and script, and a CSP that lets only these two run and nothing load."""
+    css = (_TEMPLATES / "page.css").read_text(encoding="utf-8")
+    js = (_TEMPLATES / "page.js").read_text(encoding="utf-8")
+    csp = (
+        f"default-src 'none'; style-src '{_sha256(css)}'; script-src '{_sha256(js)}'; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    return {"css": Markup(css), "js": Markup(js), "csp": Markup(csp)}
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def inline(text: str, pr_url: Callable[[int], str]) -> Markup:
+    """Untrusted text as HTML: escaped, `code` spans as <code>, #123 linked to its PR."""
+    text = text or ""
+    out, last = [], 0
+    for match in _INLINE.finditer(text):
+        out.append(escape(text[last : match.start()]))
+        if match.group(3) is None:
+            out.append(Markup("<code>%s</code>") % match.group(2))
+        else:
+            number = int(match.group(3))
+            out.append(Markup('<a href="%s">#%d</a>') % (pr_url(number), number))
+        last = match.end()
+    out.append(escape(text[last:]))
+    return Markup("").join(out)
+
+
+def _safe_url(url: str) -> str | None:
+    """A PR's URL when it is plain http(s), so no PR data can become a javascript: link."""
+    try:
+        return url if urlsplit(url).scheme in ("http", "https") else None
+    except ValueError:
+        return None
+
+
+def _pr_urls(repo: str, digests: list[PRDigest]) -> Callable[[int], str]:
+    known = {d.number: u for d in digests if (u := _safe_url(d.url))}
+    # GitHub Enterprise digests carry their host; PRs without a digest link next to them.
+    base = next(
+        (u.rsplit("/pull/", 1)[0] for u in known.values() if "/pull/" in u),
+        f"https://github.com/{quote(repo, safe='/')}",
+    )
+    return lambda number: known.get(number, f"{base}/pull/{number}")
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [p for p in re.split(r"\n\s*\n", text or "") if p.strip()]
+
+
+def _page(template: str, pr_url: Callable[[int], str], **variables: object) -> str:
+    return (
+        _env()
+        .get_template(template)
+        .render(
+            **_assets(),
+            pr_url=pr_url,
+            inline=lambda text: inline(text, pr_url),
+            paragraphs=_paragraphs,
+            verdict_class=lambda verdict: _VERDICT_CLASS.get(verdict, ""),
+            **variables,
+        )
+    )
+
+
+def digest_html(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
+    """One digest as a standalone HTML page, with what digest_markdown shows."""
+    meta = d.meta
+    footer = [
+        meta.prompt,
+        meta.model,
+        f"{meta.usage.calls} 次调用",
+        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
+        coverage_line(d),
+    ]
+    if meta.redactions:
+        footer.append(f"脱敏 {sum(meta.redactions.values())} 处")
+    if meta.dropped_citations:
+        footer.append(f"删去无据引用 {meta.dropped_citations} 处")
+    return _page(
+        "digest.html",
+        _pr_urls(d.repo, [d]),
+        title=f"#{d.number} {d.content.title} · {d.repo}",
+        d=d,
+        c=d.content,
+        merged=local_time(d.merged_at, tz),
+        footer=footer,
+    )
+
+
+def _figures(f: WeeklyFacts) -> str:
+    """render._figures as plain text; the template escapes it."""
+    name = f.repo.split("/")[-1]
+    text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
+    top = [f"{tag}（{n}）" for tag, n in list(f.tags.items())[:4]]
+    if top:
+        text += "，标签分布集中在 " + "、".join(top)
+    if f.mean_importance is not None:
+        text += f"，平均重要性 {f.mean_importance:.2f}"
+    return text + "。"
+
+
+def weekly_html(r: WeeklyReport) -> str:
+    """The weekly report as a standalone HTML page, with a tag filter over the PR table."""
+    f, n = r.facts, r.narrative
+    first, last = _period(r)
+    by_number = {d.number: d for d in r.digests}
+    notes = {k.number: k for k in n.key_prs} if n else {}
+    key_rows = []
+    for number in f.key_prs:
+        d, note = by_number[number], notes.get(number)
+        key_rows.append(
+            (
+                number,
+                note.topic if note else d.content.title,
+                d.content.importance,
+                note.note if note else d.content.importance_reason,
+            )
+        )
+    # Rows carry tags as the facts count them, so each chip matches the rows it counts; quoted,
+    # since labels may hold spaces.
+    all_rows = [
+        (d, " ".join(quote(t, safe="") for t in dict.fromkeys(map(tag_name, d.tags))))
+        for d in r.digests
+    ]
+    usage = r.meta.usage
+    footer = [
+        r.meta.prompt,
+        r.meta.model,
+        f"本次调用 {usage.calls} 次",
+        f"输入 {usage.tokens_in:,} / 输出 {usage.tokens_out:,} tokens",
+        f"复用导读 {r.meta.cached_digests} 篇",
+    ]
+    if r.meta.dropped_citations:
+        footer.append(f"删去无据引用 {r.meta.dropped_citations} 处")
+    return _page(
+        "weekly.html",
+        _pr_urls(f.repo, r.digests),
+        title=weekly_title(r),
+        r=r,
+        f=f,
+        n=n,
+        first=first,
+        last=last,
+        generated=local_time(r.meta.generated_at, f.tz),
+        figures=_figures(f),
+        share=f"{f.top_author_share:.0%}",
+        key_rows=key_rows,
+        all_rows=all_rows,
+        footer=footer,
+    )

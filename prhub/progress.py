@@ -1,0 +1,114 @@
+"""What a run shows on the terminal: progress while it works, one summary when it ends."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from prhub.config import Settings, price
+from prhub.model import DryRun, Usage
+
+STAGES = {"fetch": "fetching PRs", "summarize": "summarising"}
+
+
+class Display:
+    """A progress bar on a terminal, plain lines elsewhere, nothing when quiet."""
+
+    def __init__(self, quiet: bool = False, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.bar: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
+        self.shown: dict[str, int] = {}
+        if not quiet and self.stream.isatty():
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=True,
+            )
+            self.bar.start()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.quiet or total == 0:
+            return
+        name = STAGES.get(stage, stage)
+        if self.bar is not None:
+            if stage not in self.tasks:
+                self.tasks[stage] = self.bar.add_task(name, total=total)
+            self.bar.update(self.tasks[stage], completed=done, total=total)
+            return
+        step = max(1, total // 10)  # about ten lines a stage in a CI log
+        if done in (0, total) or done - self.shown.get(stage, 0) >= step:
+            self.shown[stage] = done
+            self.line(f"{name} {done}/{total}")
+
+    def line(self, text: str) -> None:
+        if not self.quiet:
+            print(f"prhub: {text}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def cost(usage_in: int, usage_out: int, settings: Settings) -> str:
+    """Estimated cost from the price table, or how to get one."""
+    rates = price(settings)
+    if rates is None:
+        return f"cost unknown (no price for {settings.model}: add [prices] to prhub.toml)"
+    dollars = (usage_in * rates[0] + usage_out * rates[1]) / 1_000_000
+    return f"≈ ${dollars:.4f} ({settings.model})"
+
+
+def summary(
+    prs: int,
+    cached: int,
+    failed: int,
+    usage: Usage,
+    retries: int,
+    seconds: float,
+    settings: Settings,
+) -> str:
+    """The closing line of a run."""
+    return (
+        f"{prs} PRs ({cached} from the store, {failed} failed) · {usage.calls} LLM calls · "
+        f"{usage.tokens_in:,} tokens in / {usage.tokens_out:,} out · "
+        f"{cost(usage.tokens_in, usage.tokens_out, settings)} · {retries} retries · {seconds:.1f} s"
+    )
+
+
+def dry_run_text(plan: DryRun, settings: Settings) -> str:
+    """What a run would send: per PR, then totals and the cost estimate."""
+    lines = [f"dry run for {plan.repo}: nothing was sent to the model", ""]
+    lines.append(f"{'PR':>8}  {'calls':>5}  {'prompt tokens':>13}")
+    for p in plan.prs:
+        note = "  (stored digest reused)" if p.cached else ""
+        lines.append(f"{'#' + str(p.number):>8}  {p.calls:>5}  {p.tokens_in:>13,}{note}")
+    if plan.narrative_calls:
+        lines.append(f"{'weekly':>8}  {plan.narrative_calls:>5}  {plan.narrative_tokens_in:>13,}")
+    lines += [
+        "",
+        f"would send {plan.calls} LLM calls, {plan.tokens_in:,} prompt tokens, "
+        f"at most {plan.output_tokens_max:,} reply tokens",
+        f"estimated cost: {cost(plan.tokens_in, 0, settings)} for the prompts, "
+        f"at most {cost(plan.tokens_in, plan.output_tokens_max, settings)} "
+        "with the longest replies",
+    ]
+    return "\n".join(lines) + "\n"

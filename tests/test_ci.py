@@ -1,0 +1,327 @@
+"""The shipped GitHub Actions workflow: its shape, its scripts run by bash, and `init_ci`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, workflow_text
+from prhub.errors import ConfigError
+from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.standins import GitHubStandIn, LLMStandIn
+from tests.standins.llm import MODEL
+
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+# How GitHub runs a step whose shell is `bash`.
+BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
+REPORT = "reports/acme/rocket/2026-W31.md"
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict[Any, Any]:
+    data = yaml.safe_load(workflow_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def triggers(workflow: dict[Any, Any]) -> dict[str, Any]:
+    """The `on:` table, which YAML 1.1 reads as the key True."""
+    return workflow["on"] if "on" in workflow else workflow[True]
+
+
+def steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
+    return workflow["jobs"]["weekly"]["steps"]
+
+
+def prhub_step(workflow: dict[Any, Any]) -> dict[str, Any]:
+    return step(workflow, id="prhub")
+
+
+def step(workflow: dict[Any, Any], *, id: str = "", uses: str = "", name: str = "") -> Any:
+    """The one step with this id, action (without version) or name."""
+    found = [
+        s
+        for s in steps(workflow)
+        if (id and s.get("id") == id)
+        or (uses and s.get("uses", "").split("@")[0] == uses)
+        or (name and s.get("name") == name)
+    ]
+    assert len(found) == 1, (id, uses, name, found)
+    return found[0]
+
+
+def expand(text: str, values: dict[str, str]) -> str:
+    """`text` with each ${{ expression }} replaced by its test value; unknown ones fail."""
+    return EXPRESSION.sub(lambda m: values[m.group(1)], text)
+
+
+def run_step(
+    workflow: dict[Any, Any],
+    target: dict[str, Any],
+    values: dict[str, str],
+    cwd: Path,
+    env: dict[str, str],
+    prelude: str = "",
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """Runs a step's exact script as an Actions runner would; returns it and its outputs."""
+    runner = cwd.parent / "runner"
+    runner.mkdir(exist_ok=True)
+    outputs = runner / "output"
+    outputs.write_text("")
+    layers = (workflow.get("env", {}), workflow["jobs"]["weekly"].get("env", {}), target["env"])
+    step_env = {k: expand(str(v), values) for layer in layers for k, v in layer.items()}
+    full_env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(runner),
+        "RUNNER_TEMP": str(runner),
+        "GITHUB_OUTPUT": str(outputs),
+        **env,
+        **step_env,
+    }
+    script = prelude + expand(target["run"], values)
+    done = subprocess.run(
+        [*BASH, "-c", script], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120
+    )
+    written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    return done, written
+
+
+def test_weekly_on_monday_morning_beijing_and_by_hand(workflow: dict[Any, Any]) -> None:
+    on = triggers(workflow)
+    assert on["schedule"] == [{"cron": "0 1 * * 1"}]  # 09:00 in UTC+8
+    inputs = on["workflow_dispatch"]["inputs"]
+    assert set(inputs) == {"week", "year"}
+    for spec in inputs.values():
+        assert spec["required"] is False
+        assert spec["default"] == ""
+
+
+def test_least_privilege_and_one_run_at_a_time(workflow: dict[Any, Any]) -> None:
+    assert workflow["permissions"] == {"contents": "write", "pull-requests": "read"}
+    assert "permissions" not in workflow["jobs"]["weekly"]
+    assert workflow["concurrency"]["group"]
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    assert workflow["jobs"]["weekly"]["timeout-minutes"] > 0
+    assert workflow["defaults"]["run"]["shell"] == "bash"  # -eo pipefail, as BASH runs it
+
+
+def test_actions_pinned_to_major_versions(workflow: dict[Any, Any]) -> None:
+    for s in steps(workflow):
+        if "uses" in s:
+            assert re.fullmatch(r"actions/[\w/-]+@v\d+", s["uses"]), s["uses"]
+
+
+def test_store_restored_by_prefix_and_saved_under_a_new_key(workflow: dict[Any, Any]) -> None:
+    assert workflow["env"]["PRHUB_STORE"] == ".prhub/prhub.db"
+    restore = step(workflow, uses="actions/cache/restore")
+    assert restore["with"]["path"] == ".prhub/"
+    assert "github.run_id" in restore["with"]["key"]
+    assert restore["with"]["key"].startswith(restore["with"]["restore-keys"])
+    save = step(workflow, uses="actions/cache/save")
+    assert save["with"]["path"] == ".prhub/"
+    assert save["with"]["key"] == "${{ steps.%s.outputs.cache-primary-key }}" % restore["id"]
+    assert save["if"].startswith("always()")  # saved after a partial failure too
+    order = steps(workflow)
+    assert order.index(restore) < order.index(step(workflow, id="prhub")) < order.index(save)
+
+
+def test_secrets_from_secrets_settings_from_vars(workflow: dict[Any, Any]) -> None:
+    env = step(workflow, id="prhub")["env"]
+    assert env["OPENAI_API_KEY"] == "${{ secrets.OPENAI_API_KEY }}"
+    assert env["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+    assert env["OPENAI_BASE_URL"] == "${{ vars.OPENAI_BASE_URL }}"
+    assert env["PRHUB_MODEL"] == "${{ vars.PRHUB_MODEL }}"
+    assert "secrets." not in json.dumps(workflow["env"])  # only the step that needs them
+
+
+def test_no_expression_inside_a_script(workflow: dict[Any, Any]) -> None:
+    """Expressions are pasted into scripts before bash runs: inputs there are an injection."""
+    scripts = [s["run"] for s in steps(workflow) if "run" in s]
+    assert len(scripts) >= 3
+    for script in scripts:
+        assert "${{" not in script, script
+
+
+def test_prhub_step_survives_a_partial_failure(workflow: dict[Any, Any]) -> None:
+    prhub = step(workflow, id="prhub")
+    assert prhub["continue-on-error"] is True
+    assert "prhub weekly --repo" in prhub["run"]
+    assert workflow["env"]["PRHUB_INSTALL"] == INSTALL_PLACEHOLDER
+    assert workflow_text().count(json.dumps(INSTALL_PLACEHOLDER)) == 1
+    install = step(workflow, name="Install prhub")
+    assert '"$PRHUB_INSTALL"' in install["run"]
+
+
+def test_report_uploaded_and_committed_whenever_written(workflow: dict[Any, Any]) -> None:
+    upload = step(workflow, uses="actions/upload-artifact")
+    commit = step(workflow, name="Commit the report")
+    for s in (upload, commit):
+        assert s["if"] == "always() && steps.prhub.outputs.report != ''"
+    assert upload["with"]["path"] == "${{ steps.prhub.outputs.report }}"
+    assert "git push" in commit["run"]
+    last = steps(workflow)[-1]
+    assert last["if"] == "always() && steps.prhub.outcome == 'failure'"
+    assert last["run"].rstrip().endswith("exit 1")
+
+
+def test_prhub_step_writes_the_report(
+    workflow: dict[Any, Any], github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path
+) -> None:
+    """The step's exact script and env, expressions filled in, run by bash on the stand-ins."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    values = {
+        "github.repository": "acme/rocket",
+        "inputs.week": "31",
+        "inputs.year": "2026",
+        "secrets.GITHUB_TOKEN": GITHUB_TOKEN,
+        "secrets.OPENAI_API_KEY": OPENAI_KEY,
+        "vars.OPENAI_BASE_URL": llm.url,
+        "vars.PRHUB_MODEL": MODEL,
+    }
+    # On github.com the runner sets GITHUB_API_URL to https://api.github.com.
+    env = {"GITHUB_API_URL": github.url, "PRHUB_CACHE_DIR": os.environ["PRHUB_CACHE_DIR"]}
+    done, outputs = run_step(workflow, prhub_step(workflow), values, checkout, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert outputs == {"report": REPORT, "status": "0"}
+    text = (checkout / REPORT).read_text(encoding="utf-8")
+    golden = FIXTURES / "golden" / "weekly-acme-rocket-2026-W31.md"
+    assert text.splitlines()[0] == golden.read_text(encoding="utf-8").splitlines()[0]
+    assert (checkout / ".prhub" / "prhub.db").is_file()  # where the cache steps look
+    assert {r["path"] for r in github.requests}  # really talked to the stand-ins
+    assert llm.requests
+
+
+ECHO_PRHUB = 'prhub() { printf "<%s>\\n" "$@"; }\n'
+
+
+@pytest.mark.parametrize(
+    ("week", "year", "extra"),
+    [
+        ("", "", []),
+        ("31", "", ["--week", "31"]),
+        ("31", "2026", ["--week", "31", "--year", "2026"]),
+        ("$(touch pwned); 7", "", ["--week", "$(touch pwned); 7"]),
+    ],
+)
+def test_inputs_become_flags_only_when_given(
+    workflow: dict[Any, Any], tmp_path: Path, week: str, year: str, extra: list[str]
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    values = {k: "x" for k in ("secrets.GITHUB_TOKEN", "secrets.OPENAI_API_KEY")}
+    values.update({"vars.OPENAI_BASE_URL": "", "vars.PRHUB_MODEL": ""})
+    values.update({"github.repository": "acme/rocket", "inputs.week": week, "inputs.year": year})
+    done, outputs = run_step(workflow, prhub_step(workflow), values, checkout, {}, ECHO_PRHUB)
+    assert done.returncode == 0, done.stderr
+    argv = ["weekly", "--repo", "acme/rocket", *extra]
+    assert done.stdout.splitlines() == [f"<{arg}>" for arg in argv]
+    assert outputs == {"status": "0"}  # nothing written, so no report for later steps
+    assert not (checkout / "pwned").exists()
+
+
+def test_partial_failure_still_names_the_report(workflow: dict[Any, Any], tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    partial = (
+        "prhub() { mkdir -p reports/acme/rocket && echo '# report' > " + REPORT + "\n"
+        "  echo 'prhub: wrote " + REPORT + "' >&2; echo 'prhub: error: 1 PR(s) failed' >&2\n"
+        "  return 12; }\n"
+    )
+    values = dict.fromkeys(EXPRESSION.findall(json.dumps(step(workflow, id="prhub"))), "")
+    done, outputs = run_step(workflow, prhub_step(workflow), values, checkout, {}, partial)
+    assert done.returncode == 12
+    assert outputs == {"report": REPORT, "status": "12"}
+    assert "prhub: error: 1 PR(s) failed" in done.stdout  # still in the job's log
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_commit_step_pushes_once_and_only_a_change(
+    workflow: dict[Any, Any], tmp_path: Path
+) -> None:
+    def git(*args: str, cwd: Path = tmp_path) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+        ).stdout
+
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "someone",
+        "GIT_AUTHOR_EMAIL": "someone@example.com",
+        "GIT_COMMITTER_NAME": "someone",
+        "GIT_COMMITTER_EMAIL": "someone@example.com",
+    }
+    git("init", "--quiet", "--bare", "--initial-branch=main", "origin.git")
+    git("clone", "--quiet", "origin.git", "seed")
+    seed = tmp_path / "seed"
+    (seed / "README.md").write_text("rocket\n")
+    (seed / ".gitignore").write_text("/reports/\n")  # as prhub's own repository has
+    git("add", ".", cwd=seed)
+    git("commit", "--quiet", "-m", "start", cwd=seed)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
+    git("clone", "--quiet", "--depth=1", f"file://{tmp_path / 'origin.git'}", "checkout")
+    checkout = tmp_path / "checkout"
+    (checkout / "reports/acme/rocket").mkdir(parents=True)
+    (checkout / REPORT).write_text("# report\n")
+    (seed / "NEWS.md").write_text("pushed while prhub ran\n")
+    git("add", ".", cwd=seed)
+    git("commit", "--quiet", "-m", "meanwhile", cwd=seed)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
+
+    values = {"steps.prhub.outputs.report": REPORT}
+    commit = step(workflow, name="Commit the report")
+    runner_env = {"GIT_CONFIG_NOSYSTEM": "1"}  # the step sets the identity itself
+    for _ in range(2):
+        done, _outputs = run_step(workflow, commit, values, checkout, runner_env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        log = git("log", "--format=%an|%s", "main", cwd=tmp_path / "origin.git")
+        assert log.splitlines() == [
+            "github-actions[bot]|prhub: weekly report 2026-W31",
+            "someone|meanwhile",
+            "someone|start",
+        ]
+    assert "nothing to commit" in done.stdout
+
+
+def test_init_ci_writes_refuses_then_overwrites_with_force(tmp_path: Path) -> None:
+    path = init_ci(tmp_path)
+    assert path == tmp_path / ".github" / "workflows" / "prhub-weekly.yml" == tmp_path / WORKFLOW
+    assert path.read_text(encoding="utf-8") == workflow_text()
+    path.write_text("edited by the team\n")
+    with pytest.raises(ConfigError, match="--force") as failure:
+        init_ci(tmp_path)
+    assert "\n" not in str(failure.value)
+    assert path.read_text() == "edited by the team\n"
+    assert init_ci(tmp_path, force=True) == path
+    assert path.read_text(encoding="utf-8") == workflow_text()
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    ["prhub @ git+https://github.com/acme/prhub@5f1c2e9", 'prhub @ https://x/"q"\\w.whl'],
+)
+def test_init_ci_sets_the_install_requirement(tmp_path: Path, requirement: str) -> None:
+    path = init_ci(tmp_path, repo_install=requirement)
+    written = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert written["env"]["PRHUB_INSTALL"] == requirement
+    expected = yaml.safe_load(workflow_text())
+    expected["env"]["PRHUB_INSTALL"] = requirement
+    assert written == expected
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
+def test_actionlint_accepts_the_workflow(tmp_path: Path) -> None:
+    path = init_ci(tmp_path)
+    done = subprocess.run(["actionlint", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,246 @@
+"""`prhub weekly`, `labels`, `config` and `prompts` through CliRunner and the stand-ins."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from prhub.cli import app
+from prhub.config import ENV
+from prhub.progress import Display
+from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
+from tests.standins import GitHubStandIn, LLMStandIn
+
+
+@pytest.fixture
+def env(github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, monkeypatch) -> dict:
+    monkeypatch.chdir(tmp_path)  # reports/ and any prhub.toml live here
+    values: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
+    values.update(
+        GITHUB_TOKEN=GITHUB_TOKEN,
+        OPENAI_API_KEY=OPENAI_KEY,
+        OPENAI_BASE_URL=llm.url,
+        GITHUB_API_URL=github.url,
+        PRHUB_STORE=str(tmp_path / "store.db"),
+        PRHUB_REPO="acme/rocket",
+        PRHUB_MAX_ATTEMPTS="2",
+        PRHUB_RETRY_BASE_WAIT="0.01",
+    )
+    return values
+
+
+def prhub(env: dict, *args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def test_weekly_writes_the_report_and_logs_plain_progress(env, llm, tmp_path):
+    result = prhub(env, "weekly", "--week", "31", "--year", "2026")
+    assert result.exit_code == 0, result.stderr
+    report = tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md"
+    assert report.read_text().startswith("# rocket 仓库周报｜2026 年第 31 周（07-27 至 08-02）")
+    lines = result.stderr.splitlines()
+    assert "prhub: fetching PRs 0/6" in lines and "prhub: summarising 6/6" in lines
+    assert f"prhub: wrote {Path('reports/acme/rocket/2026-W31.md')}" in lines
+    summary = lines[-1]
+    assert summary.startswith("prhub: 6 PRs (0 from the store, 0 failed) · 7 LLM calls · ")
+    assert "tokens in /" in summary and "≈ $" in summary
+    assert len(llm.bodies) == 7
+    assert not list(report.parent.glob(".*.tmp"))
+
+
+def test_rerun_reuses_everything(env, llm):
+    assert prhub(env, "weekly", "--week", "31", "--year", "2026").exit_code == 0
+    calls = len(llm.bodies)
+    again = prhub(env, "weekly", "--week", "31", "--year", "2026")
+    assert again.exit_code == 0
+    assert len(llm.bodies) == calls
+    assert "6 PRs (6 from the store, 0 failed) · 0 LLM calls" in again.stderr
+
+
+def test_stdout_json_and_quiet(env):
+    result = prhub(
+        env, "weekly", "--week", "31", "--year", "2026", "--format", "json", "--out", "-", "-q"
+    )
+    assert result.exit_code == 0 and result.stderr == ""
+    data = json.loads(result.stdout)
+    assert data["facts"]["prs"] == [101, 102, 103, 104, 105, 106]
+
+
+def test_empty_week_exits_zero(env, tmp_path):
+    result = prhub(env, "weekly", "--week", "20", "--year", "2026")
+    assert result.exit_code == 0, result.stderr
+    text = (tmp_path / "reports" / "acme" / "rocket" / "2026-W20.md").read_text()
+    assert "本周没有合入任何 PR" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--week", "0", "--year", "2026"], 3, "week 0"),
+        (["--week", "54", "--year", "2026"], 3, "week 54"),
+        (["--week", "50", "--year", "2099"], 3, "has not started"),
+        (["--since", "2026-02-30"], 3, "--since"),
+        (["--tz", "Mars/Olympus", "--week", "31", "--year", "2026"], 3, "timezone"),
+    ],
+)
+def test_bad_windows_fail_cleanly(env, llm, args, code, says):
+    result = prhub(env, "weekly", *args)
+    assert result.exit_code == code, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("prhub: error:") and says in line
+    assert llm.bodies == []
+
+
+def test_week_that_is_not_a_number_is_a_usage_error(env):
+    result = prhub(env, "weekly", "--week", "abc")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_partial_failure_writes_the_report_and_exits_12(env, llm, tmp_path):
+    from tests.standins.llm import prompt_text
+    from tests.test_pipeline import responder
+
+    def flaky(body):
+        return "not json" if "PR #104" in prompt_text(body) else responder(body)
+
+    llm.responder = flaky
+    result = prhub(env, "weekly", "--week", "31", "--year", "2026")
+    assert result.exit_code == 12
+    assert result.stderr.splitlines()[-1].startswith("prhub: error: 1 PR(s) failed (#104)")
+    text = (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md").read_text()
+    assert "- #104：" in text
+    llm.responder = responder
+    again = prhub(env, "weekly", "--week", "31", "--year", "2026")
+    assert again.exit_code == 0
+    assert "6 PRs (5 from the store, 0 failed)" in again.stderr
+
+
+def test_dry_run_sends_nothing_and_needs_no_key(env, llm):
+    result = prhub(
+        {**env, "OPENAI_API_KEY": None}, "weekly", "--week", "31", "--year", "2026", "--dry-run"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert llm.requests == []
+    assert "would send 7 LLM calls" in result.stdout
+    assert "estimated cost: ≈ $" in result.stdout
+    for number in range(101, 107):
+        assert f"#{number}" in result.stdout
+
+
+def test_dry_run_after_a_run_counts_stored_digests(env, llm):
+    assert prhub(env, "summarize", "--pr", "101").exit_code == 0
+    before = len(llm.requests)
+    result = prhub(env, "weekly", "--week", "31", "--year", "2026", "--dry-run")
+    assert len(llm.requests) == before
+    assert "#101      0              0  (stored digest reused)" in result.stdout
+    assert "would send 6 LLM calls" in result.stdout
+
+
+def test_summarize_dry_run(env, llm):
+    result = prhub(env, "summarize", "--pr", "109", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert (
+        llm.requests == [] and "#109" in result.stdout and "would send 1 LLM calls" in result.stdout
+    )
+
+
+def test_labels_groups_by_tag(env):
+    result = prhub(env, "labels", "--week", "31", "--year", "2026", "--tag", "rollout", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "## rollout（2）" in result.stdout
+    assert "#101" in result.stdout and "#103" in result.stdout and "#102" not in result.stdout
+
+
+def test_config_file_precedence_and_masking(env, tmp_path):
+    (tmp_path / "prhub.toml").write_text(
+        'model = "file-model"\ntz = "UTC"\njobs = 2\n'
+        '[repos."acme/rocket"]\nmodel = "repo-model"\n'
+        "[prices.repo-model]\ninput = 1.0\noutput = 2.0\n"
+    )
+    result = prhub(env, "config")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert f"config file: {tmp_path / 'prhub.toml'}" in out
+    assert 'model = "repo-model"' in out  # the repository's section beats the top level
+    assert 'tz = "UTC"' in out and "jobs = 2" in out
+    assert GITHUB_TOKEN not in out and OPENAI_KEY not in out
+    assert "github_token = set (" in out
+    assert 'model = "env-model"' in prhub({**env, "PRHUB_MODEL": "env-model"}, "config").stdout
+    flagged = prhub({**env, "PRHUB_JOBS": "3"}, "config").stdout
+    assert "jobs = 3" in flagged  # environment beats the file
+
+
+def test_secrets_in_a_config_file_are_refused(env, tmp_path):
+    (tmp_path / "prhub.toml").write_text('openai_api_key = "sk-in-a-file-000000"\n')
+    result = prhub(env, "config")
+    assert result.exit_code == 3
+    assert "keep openai_api_key out of files" in result.stderr
+    assert "sk-in-a-file" not in result.output
+
+
+def test_pyproject_tool_table_is_read(env, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.prhub]\nrepo = "acme/other"\n')
+    assert 'repo = "acme/rocket"' in prhub(env, "config").stdout  # env PRHUB_REPO wins
+    assert 'repo = "acme/other"' in prhub({**env, "PRHUB_REPO": None}, "config").stdout
+
+
+def test_prompts_lists_versions_and_a_users_own_wins(env, llm, tmp_path):
+    listed = prhub(env, "prompts").stdout
+    for name in ("digest@v1", "digest_notes@v1", "weekly@v1"):
+        assert name in listed
+    mine = tmp_path / "my-prompts" / "digest"
+    mine.mkdir(parents=True)
+    shipped = Path(__file__).resolve().parents[1] / "prompts" / "digest"
+    (mine / "v2.system.j2").write_text(
+        "自定义系统提示。\n" + (shipped / "v1.system.j2").read_text()
+    )
+    (mine / "v2.user.j2").write_text((shipped / "v1.user.j2").read_text())
+    listed = prhub(env, "prompts", "--prompt-dir", str(tmp_path / "my-prompts")).stdout
+    assert "digest@v2" in listed and "(used)" in listed.split("digest@v2")[1].splitlines()[0]
+    assert prhub(env, "summarize", "--pr", "101", "-q").exit_code == 0
+    result = prhub(
+        env, "summarize", "--pr", "101", "-q", "--prompt-dir", str(tmp_path / "my-prompts")
+    )
+    assert result.exit_code == 0
+    assert len(llm.bodies) == 2  # a new prompt version is a new digest
+    assert llm.bodies[1]["messages"][0]["content"].startswith("自定义系统提示")
+    assert "digest@v2" in result.stdout
+
+
+def test_progress_bar_on_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    display = Display(stream=stream)
+    for done in range(6):
+        display("summarize", done, 5)
+    display.close()
+    assert "summarising" in stream.getvalue()
+    assert "5/5" in stream.getvalue()
+
+
+def test_plain_progress_lines_when_not_a_terminal():
+    stream = io.StringIO()
+    display = Display(stream=stream)
+    for done in range(21):
+        display("summarize", done, 20)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "prhub: summarising 0/20" and lines[-1] == "prhub: summarising 20/20"
+    assert len(lines) <= 12
+
+
+def test_help_is_fast_because_sdks_load_lazily():
+    import subprocess
+    import sys
+
+    heavy = "('openai', 'github', 'tiktoken')"
+    code = f"import sys, prhub.cli; print(any(m in sys.modules for m in {heavy}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

@@ -1,0 +1,420 @@
+"""HTML pages: the Markdown's content in its order, inert PR text, nothing external; in Chromium."""
+
+from __future__ import annotations
+
+import html as htmllib
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from markupsafe import escape
+
+from prhub import html, render
+from prhub.model import FailedPR, PRDigest, WeeklyReport
+from tests.test_render import check_golden, digest, report
+
+EVIL = "<script>alert(1)</script> <img src=x onerror=alert(1)> a | b `x<y>&z` stray ` tick & c"
+EVIL_TEXT = EVIL.replace("`x<y>&z`", "x<y>&z")  # as a reader sees it
+EVIL_TAG = '<img src=x onerror=alert(1)> "good first" & co'
+WEEKLY_HEADINGS = [
+    "本周亮点",
+    "风险观察",
+    "完整周报",
+    "1. 执行摘要",
+    "2. 本周重点变化",
+    "3. 模块与主题趋势",
+    "4. 风险观察",
+    "5. 重点 PR 速览",
+    "6. 后续建议",
+    "本周数据",
+    "全部 PR",
+]
+
+
+def hostile_digest() -> PRDigest:
+    d = digest()
+    content = d.content.model_copy(
+        update={
+            "title": EVIL,
+            "advice": EVIL + "\n\n第二段。",
+            "importance_reason": EVIL,
+            "risks": [EVIL],
+            "design_decisions": [EVIL],
+        }
+    )
+    return d.model_copy(
+        update={
+            "original_title": EVIL,
+            "labels": [EVIL_TAG],
+            "content": content,
+        }
+    )
+
+
+def hostile_report() -> WeeklyReport:
+    r = report()
+    assert r.narrative is not None
+    n = r.narrative
+    trends = [n.trends[0].model_copy(update={"theme": EVIL, "judgement": EVIL}), *n.trends[1:]]
+    key_prs = [n.key_prs[0].model_copy(update={"topic": EVIL, "note": EVIL}), *n.key_prs[1:]]
+    narrative = n.model_copy(
+        update={
+            "summary": EVIL,
+            "highlights": [*n.highlights, EVIL],
+            "risks": [EVIL],
+            "key_changes": [EVIL],
+            "follow_ups": [EVIL],
+            "trends": trends,
+            "key_prs": key_prs,
+        }
+    )
+    facts = r.facts.model_copy(update={"tags": {**r.facts.tags, html_tag(): 1}})
+    return r.model_copy(
+        update={
+            "facts": facts,
+            "narrative": narrative,
+            "digests": [hostile_digest(), *r.digests[1:]],
+            "failed": [FailedPR(number=107, error=EVIL)],
+        }
+    )
+
+
+def html_tag() -> str:
+    return hostile_digest().tags[-1]
+
+
+def no_narrative_report() -> WeeklyReport:
+    r = report()
+    return r.model_copy(
+        update={"narrative": None, "failed": [FailedPR(number=107, error="超时 `read`")]}
+    )
+
+
+def empty_report() -> WeeklyReport:
+    r = report()
+    facts = r.facts.model_copy(update={"prs": [], "pr_count": 0, "key_prs": []})
+    return r.model_copy(update={"facts": facts, "narrative": None, "digests": []})
+
+
+class Page(HTMLParser):
+    """A page as a reader sees it: block texts in order, visible text, tags, links, scripts."""
+
+    VOID = {"meta", "link", "br", "img", "input", "hr", "wbr", "source"}
+    BLOCKS = {"h1", "h2", "h3", "p", "li", "tr", "footer"}
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[str] = []
+        self.visible: list[str] = []
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self.rows: dict[int, bool] = {}  # data-pr -> visible
+        self._stack: list[tuple[str, bool]] = []  # tag, hidden
+        self._block: list[str] | None = None
+        self._cells = 0
+        self.feed(text)
+        self.close()
+
+    @property
+    def hidden(self) -> bool:
+        return any(h for _, h in self._stack)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.elements.append((tag, a))
+        hidden = "hidden" in a or tag in {"head", "script", "style", "title"}
+        if tag == "tr" and "data-pr" in a:
+            self.rows[int(a["data-pr"] or 0)] = not (hidden or self.hidden)
+        if tag in self.BLOCKS:
+            self._block, self._cells = [], 0
+        if tag in {"td", "th"} and self._block is not None:
+            self._block.append(" | " if self._cells else "")
+            self._cells += 1
+        if tag not in self.VOID:
+            self._stack.append((tag, hidden))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._stack:
+            if self._stack.pop()[0] == tag:
+                break
+        if tag in self.BLOCKS and self._block is not None:
+            self.blocks.append(" ".join("".join(self._block).split()))
+            self._block = None
+
+    def handle_data(self, data: str) -> None:
+        if self._stack and self._stack[-1][0] == "script":
+            self.scripts.append(data)
+        if self._block is not None:
+            self._block.append(data)
+        if not self.hidden:
+            self.visible.append(data)
+
+    @property
+    def text(self) -> str:
+        return " ".join(" ".join(self.visible).split())
+
+
+def md_blocks(text: str) -> list[str]:
+    """The Markdown's blocks as plain text, in the order the HTML must show them."""
+    blocks = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or re.fullmatch(r"\|( --- \|)+", line):
+            continue
+        if line.startswith("<sub>"):
+            line = line.removeprefix("<sub>").removesuffix("</sub>")
+        elif line.startswith("|"):
+            line = " | ".join(c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1])
+        else:
+            line = re.sub(r"^(#+|-|\d+\.) ", "", line)
+        line = re.sub(r"\[(#\d+)\]\([^)]*\)", r"\1", line).replace("**", "")
+        line = line.replace("\\`", "\0").replace("`", "").replace("\0", "`").replace("\\|", "|")
+        blocks.append(" ".join(htmllib.unescape(line).split()))
+    return blocks
+
+
+@pytest.mark.parametrize(
+    "make", [report, no_narrative_report, empty_report, hostile_report], ids=lambda f: f.__name__
+)
+def test_weekly_page_mirrors_the_markdown(make):
+    r = make()
+    assert Page(html.weekly_html(r)).blocks == md_blocks(render.weekly_markdown(r))
+
+
+@pytest.mark.parametrize("hostile", [False, True])
+def test_digest_page_mirrors_the_markdown(hostile):
+    d = hostile_digest() if hostile else digest()
+    meta = d.meta.model_copy(update={"redactions": {"github_token": 2}, "dropped_citations": 1})
+    d = d.model_copy(update={"meta": meta})
+    assert Page(html.digest_html(d, "UTC")).blocks == md_blocks(render.digest_markdown(d, "UTC"))
+
+
+def test_weekly_page_has_title_sections_and_every_pr():
+    r = report()
+    page = html.weekly_html(r)
+    parsed = Page(page)
+    assert f"<title>{render.weekly_title(r)}</title>" in page
+    assert [b for b in parsed.blocks if b in WEEKLY_HEADINGS] == WEEKLY_HEADINGS
+    for number in r.facts.prs:
+        assert f'href="https://github.com/acme/rocket/pull/{number}">#{number}</a>' in page
+    assert sorted(parsed.rows) == r.facts.prs
+    assert '<tr data-pr="106" data-tags="trainer refactor breaking">' in page
+    chips = [a["data-tag"] for tag, a in parsed.elements if tag == "button"]
+    assert chips == ["", *r.facts.tags]
+
+
+def test_digest_page_shows_the_digest():
+    page = html.digest_html(digest())
+    assert (
+        "<title>#101 采样温度为 0 时改走 argmax，修复贪心评估的 NaN 崩溃 · acme/rocket</title>"
+        in page
+    )
+    assert '<h1><a href="https://github.com/acme/rocket/pull/101">#101</a> ' in page
+    for heading in ("值得关注的设计决策", "风险", "后续跟进"):
+        assert f"<h2>{heading}</h2>" in page
+    assert "<code>MIN_TEMPERATURE</code>" in page
+    assert "合并于 2026-07-27 11:12" in page
+
+
+def test_empty_week_page_is_short():
+    page = html.weekly_html(empty_report())
+    assert "本周没有合入任何 PR。" in page
+    assert "<table" not in page and "本周亮点" not in page and "<button" not in page
+
+
+@pytest.mark.parametrize(
+    "page",
+    [lambda: html.weekly_html(hostile_report()), lambda: html.digest_html(hostile_digest())],
+    ids=["weekly", "digest"],
+)
+def test_pr_and_model_text_stays_text(page):
+    text = page()
+    parsed = Page(text)
+    assert "<script>alert" not in text and "<img" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "<code>x&lt;y&gt;&amp;z</code> stray ` tick &amp; c" in text
+    allowed = {"html", "head", "meta", "title", "style", "script", "body", "main", "header"}
+    allowed |= {"article", "section", "footer", "h1", "h2", "h3", "p", "ul", "ol", "li", "a"}
+    allowed |= {"div", "table", "thead", "tbody", "tr", "th", "td", "code", "span", "strong"}
+    allowed |= {"button"}
+    assert {tag for tag, _ in parsed.elements} <= allowed
+    assert not [name for _, a in parsed.elements for name in a if name.startswith("on")]
+    assert len(parsed.scripts) == 1
+    assert EVIL_TEXT in parsed.text
+
+
+def test_hostile_tag_is_quoted_in_rows_and_chips():
+    text = html.weekly_html(hostile_report())
+    tag = html_tag()
+    assert f'data-tags="rollout bugfix {quote(tag, safe="")}"' in text
+    assert f'data-tag="{escape(tag)}"' in text
+
+
+@pytest.mark.parametrize(
+    "page", [lambda: html.weekly_html(report()), lambda: html.digest_html(digest())]
+)
+def test_page_loads_nothing_from_outside(page):
+    text = page()
+    parsed = Page(text)
+    links = [a.get("href") for tag, a in parsed.elements if tag == "a"]
+    assert links and all(
+        re.fullmatch(r"https://github\.com/acme/rocket/pull/\d+", h or "") for h in links
+    )
+    assert not [a for _, a in parsed.elements if "src" in a or "srcset" in a]
+    assert "<link" not in text and "@import" not in text and "url(" not in text
+    assert "default-src 'none'" in text
+    assert '<html lang="zh-CN">' in text and '<meta charset="utf-8">' in text
+    assert '<meta name="viewport"' in text
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a `<b>` & c", "a <code>&lt;b&gt;</code> &amp; c"),
+        ("见 #12、#3", '见 <a href="u/12">#12</a>、<a href="u/3">#3</a>'),
+        ("x#12 and `#12`", "x#12 and <code>#12</code>"),
+        ("stray ` tick", "stray ` tick"),
+        ("&#12;", "&amp;#12;"),
+    ],
+)
+def test_inline_escapes_and_marks_up(raw, expected):
+    assert html.inline(raw, lambda n: f"u/{n}") == expected
+
+
+def test_a_pr_url_that_is_not_http_is_not_linked():
+    page = html.digest_html(digest().model_copy(update={"url": "javascript:alert(1)"}))
+    assert "javascript:" not in page
+    assert '<h1><a href="https://github.com/acme/rocket/pull/101">#101</a>' in page
+
+
+def test_links_follow_the_digests_host():
+    d = digest().model_copy(update={"url": "https://ghe.example.com/acme/rocket/pull/101"})
+    page = html.digest_html(d)
+    assert 'href="https://ghe.example.com/acme/rocket/pull/102">#102</a>' in page
+
+
+def test_digest_html_matches_golden():
+    check_golden("digest-101.html", html.digest_html(digest()))
+
+
+def test_weekly_html_matches_golden():
+    check_golden("weekly-acme-rocket-2026-W31.html", html.weekly_html(report()))
+
+
+CHROMIUM = shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (apt-get install -y chromium)"
+)
+# Chromium logs each console message as INFO:CONSOLE:<line>] (older builds: CONSOLE(<line>)).
+CONSOLE = re.compile(r"CONSOLE[(:]\d+\)?\].*")
+
+
+def chromium(tmp_path: Path, url: str, *args: str) -> tuple[str, list[str]]:
+    """Chromium's output for a page and the console messages it logged."""
+    assert CHROMIUM is not None
+    profile = tempfile.mkdtemp(prefix="profile-", dir=tmp_path)
+    done = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, CONSOLE.findall(done.stderr) + re.findall(r".*Uncaught.*", done.stderr)
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path.as_uri()
+
+
+def errors_of(dom: str) -> str | None:
+    return next((a.get("data-errors") for tag, a in Page(dom).elements if tag == "body"), None)
+
+
+@needs_chromium
+def test_weekly_page_runs_clean_and_filters_by_tag_in_chromium(tmp_path):
+    r = report()
+    url = write(tmp_path, "weekly.html", html.weekly_html(r))
+    dom, console = chromium(tmp_path, url + "#tag=rollout", "--dump-dom")
+    page = Page(dom)
+    assert errors_of(dom) == "0" and console == []
+    assert render.weekly_title(r) in page.text
+    assert all(f"#{n}" in page.text for n in r.facts.prs)
+    assert page.rows == {101: True, 102: False, 103: True, 104: False, 105: False, 106: False}
+    assert "显示 2 / 6" in page.text
+    pressed = [a["data-tag"] for t, a in page.elements if a.get("aria-pressed") == "true"]
+    assert pressed == ["rollout"]
+
+
+@needs_chromium
+def test_hostile_pages_run_no_injected_code_in_chromium(tmp_path):
+    url = write(tmp_path, "weekly.html", html.weekly_html(hostile_report()))
+    dom, console = chromium(tmp_path, f"{url}#tag={quote(html_tag(), safe='')}", "--dump-dom")
+    page = Page(dom)
+    assert errors_of(dom) == "0" and console == []
+    assert not [t for t, a in page.elements if t == "img" or any(n.startswith("on") for n in a)]
+    assert EVIL_TEXT in page.text
+    assert page.rows == {101: True, 102: False, 103: False, 104: False, 105: False, 106: False}
+    dom, console = chromium(
+        tmp_path, write(tmp_path, "d.html", html.digest_html(hostile_digest())), "--dump-dom"
+    )
+    assert errors_of(dom) == "0" and console == [] and EVIL_TEXT in Page(dom).text
+
+
+@needs_chromium
+def test_digest_page_runs_clean_in_chromium(tmp_path):
+    d = digest()
+    dom, console = chromium(tmp_path, write(tmp_path, "d.html", html.digest_html(d)), "--dump-dom")
+    assert errors_of(dom) == "0" and console == []
+    assert f"#101 {d.content.title}" in Page(dom).text
+
+
+@needs_chromium
+def test_markup_that_slipped_through_would_be_blocked_and_counted(tmp_path):
+    page = html.weekly_html(report()).replace("<main>", "<main><img src=x onerror=alert(1)>")
+    dom, console = chromium(tmp_path, write(tmp_path, "bad.html", page), "--dump-dom")
+    assert errors_of(dom) not in (None, "0")
+    assert any("Content Security Policy" in line for line in console)
+
+
+@needs_chromium
+@pytest.mark.parametrize("which", ["weekly", "digest"])
+def test_screenshot_in_chromium(tmp_path, which):
+    text = html.weekly_html(report()) if which == "weekly" else html.digest_html(digest())
+    png = tmp_path / f"{which}.png"
+    chromium(
+        tmp_path,
+        write(tmp_path, f"{which}.html", text),
+        f"--screenshot={png}",
+        "--window-size=1280,2400",
+    )
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", data[16:24]) == (1280, 2400)
+    assert len(data) > 30_000  # a blank page of this size is a few kilobytes
