@@ -26,7 +26,7 @@ def workflow_text() -> str:
 
 
 def init_ci(target: Path, *, repo_install: str | None = None, force: bool = False) -> Path:
-    """Writes the workflow to .github/workflows/prhub-weekly.yml under `target`; returns its path."""
+    """Writes the workflow to `target`/.github/workflows/prhub-weekly.yml and returns that path."""
     path = target / WORKFLOW
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists: pass --force to overwrite it")

@@ -90,18 +90,15 @@ def _paragraphs(text: str) -> list[str]:
     return [p for p in re.split(r"\n\s*\n", text or "") if p.strip()]
 
 
-def _page(template: str, pr_url: Callable[[int], str], **variables: object) -> str:
-    return (
-        _env()
-        .get_template(template)
-        .render(
-            **_assets(),
-            pr_url=pr_url,
-            inline=lambda text: inline(text, pr_url),
-            paragraphs=_paragraphs,
-            verdict_class=lambda verdict: _VERDICT_CLASS.get(verdict, ""),
-            **variables,
-        )
+def _page(name: str, pr_url: Callable[[int], str], **variables: object) -> str:
+    template = _env().get_template(name)
+    return template.render(
+        **_assets(),
+        pr_url=pr_url,
+        inline=lambda text: inline(text, pr_url),
+        paragraphs=_paragraphs,
+        verdict_class=lambda verdict: _VERDICT_CLASS.get(verdict, ""),
+        **variables,
     )
 
 

@@ -45,7 +45,7 @@ from prhub.model import (
 from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare, redact
 from prhub.prepare.redact import is_env_file
 from prhub.prepare.tokens import count, truncate
-from prhub.source import GitHubSource
+from prhub.source import GitHubSource, references
 from prhub.store import Store
 
 T = TypeVar("T")
@@ -403,12 +403,70 @@ def _trim_notes(note: ChunkNotes, settings: Settings) -> ChunkNotes:
     )
 
 
+_SPAN = re.compile(r"`([^`\n]+)`")
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
+_NUMBER = re.compile(r"#(\d+)")
+
+
 def _ground(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int]:
-    """Drops cited PR numbers the input never mentions; returns how many were dropped."""
-    known = set(pr.referenced_issues)
-    kept = [n for n in dict.fromkeys(content.related_prs) if n in known and n != pr.number]
-    dropped = len(content.related_prs) - len(kept)
-    return content.model_copy(update={"related_prs": kept}), dropped
+    """Drops what the digest cites that its input never had: PR numbers, paths, identifiers.
+
+    A list item citing something unknown goes; in the advice the span loses its code marks.
+    Returns the digest and how many citations were dropped.
+    """
+    source = "\n".join(
+        [pr.title, pr.body, *(f.path for f in pr.files), *(f.previous_path or "" for f in pr.files)]
+        + [f.patch or "" for f in pr.files]
+    )
+    known_numbers = {*pr.referenced_issues, *references(f"{pr.title}\n{pr.body}"), pr.number}
+    dropped = 0
+
+    def unknown(text: str) -> list[str]:
+        cited = [*_SPAN.findall(text), *_PATH.findall(_SPAN.sub("", text))]
+        numbers = [int(n) for n in _NUMBER.findall(text)]
+        return [c for c in cited if c.strip() not in source] + [
+            f"#{n}" for n in numbers if n not in known_numbers
+        ]
+
+    def keep(items: list[str]) -> list[str]:
+        nonlocal dropped
+        kept = [item for item in items if not unknown(item)]
+        dropped += len(items) - len(kept)
+        return kept
+
+    def unmark(text: str) -> str:
+        nonlocal dropped
+
+        def span(match: re.Match[str]) -> str:
+            nonlocal dropped
+            if match.group(1).strip() in source:
+                return match.group(0)
+            dropped += 1
+            return match.group(1)
+
+        def number(match: re.Match[str]) -> str:
+            nonlocal dropped
+            if int(match.group(1)) in known_numbers:
+                return match.group(0)
+            dropped += 1
+            return ""
+
+        return _NUMBER.sub(number, _SPAN.sub(span, text))
+
+    related = [n for n in dict.fromkeys(content.related_prs) if n in known_numbers - {pr.number}]
+    dropped += len(content.related_prs) - len(related)
+    grounded = content.model_copy(
+        update={
+            "title": unmark(content.title),
+            "advice": unmark(content.advice),
+            "importance_reason": unmark(content.importance_reason),
+            "design_decisions": keep(content.design_decisions),
+            "risks": keep(content.risks),
+            "follow_ups": keep(content.follow_ups),
+            "related_prs": related,
+        }
+    )
+    return grounded, dropped
 
 
 # Errors that would fail every PR alike: stop the run instead of listing each PR as failed.

@@ -128,7 +128,8 @@ def test_store_restored_by_prefix_and_saved_under_a_new_key(workflow: dict[Any, 
     assert restore["with"]["key"].startswith(restore["with"]["restore-keys"])
     save = step(workflow, uses="actions/cache/save")
     assert save["with"]["path"] == ".prhub/"
-    assert save["with"]["key"] == "${{ steps.%s.outputs.cache-primary-key }}" % restore["id"]
+    key = "${{ steps.ID.outputs.cache-primary-key }}".replace("ID", restore["id"])
+    assert save["with"]["key"] == key
     assert save["if"].startswith("always()")  # saved after a partial failure too
     order = steps(workflow)
     assert order.index(restore) < order.index(step(workflow, id="prhub")) < order.index(save)

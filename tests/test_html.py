@@ -16,7 +16,7 @@ import pytest
 from markupsafe import escape
 
 from prhub import html, render
-from prhub.model import FailedPR, PRDigest, WeeklyReport
+from prhub.model import FailedPR, PRDigest, Revert, WeeklyReport
 from tests.test_render import check_golden, digest, report
 
 EVIL = "<script>alert(1)</script> <img src=x onerror=alert(1)> a | b `x<y>&z` stray ` tick & c"
@@ -74,7 +74,9 @@ def hostile_report() -> WeeklyReport:
             "key_prs": key_prs,
         }
     )
-    facts = r.facts.model_copy(update={"tags": {**r.facts.tags, html_tag(): 1}})
+    reverts = [Revert(number=105), Revert(number=106, reverted=101, delay_hours=5.5)]
+    tags = {**r.facts.tags, html_tag(): 1}
+    facts = r.facts.model_copy(update={"tags": tags, "reverts": reverts})
     return r.model_copy(
         update={
             "facts": facts,
@@ -91,9 +93,9 @@ def html_tag() -> str:
 
 def no_narrative_report() -> WeeklyReport:
     r = report()
-    return r.model_copy(
-        update={"narrative": None, "failed": [FailedPR(number=107, error="超时 `read`")]}
-    )
+    meta = r.meta.model_copy(update={"dropped_citations": 2})
+    failed = [FailedPR(number=107, error="超时 `read`")]
+    return r.model_copy(update={"narrative": None, "failed": failed, "meta": meta})
 
 
 def empty_report() -> WeeklyReport:
