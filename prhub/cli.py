@@ -383,3 +383,21 @@ def _report_path(report: Any, fmt: Format) -> Path:
     else:
         name = f"{facts.start:%Y-%m-%d}_{facts.end:%Y-%m-%d}"
     return Path("reports") / facts.repo / f"{name}.{SUFFIX[fmt]}"
+
+
+@app.command("init-ci")
+def init_ci(
+    path: Annotated[Path, typer.Argument(help="the repository to add the workflow to")] = Path("."),
+    install: Annotated[
+        str | None, typer.Option("--install", help="pip requirement that installs prhub")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
+) -> None:
+    """Write the weekly-report GitHub Actions workflow into a repository."""
+    from prhub import ci
+
+    try:
+        written = ci.init_ci(path, repo_install=install, force=force)
+    except PrhubError as exc:
+        _fail(exc)
+    typer.echo(f"wrote {written}: set the OPENAI_API_KEY secret, then commit it")

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from prhub.model import PRDigest, WeeklyFacts, WeeklyReport
 
-_CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_CODE = re.compile(r"(`+)(.+?)\1")  # one line: a span never joins two paragraphs
 
 
 def md(text: str, *, table: bool = False) -> str:
@@ -30,6 +30,13 @@ def _escape(text: str, table: bool) -> str:
     return text.replace("|", "\\|") if table else text
 
 
+def pr_link(d: PRDigest) -> str:
+    """The PR's web address: GitHub's own unless the payload gave an http(s) one."""
+    if d.url.startswith(("https://", "http://")):
+        return d.url
+    return f"https://github.com/{d.repo}/pull/{d.number}"
+
+
 def local_time(moment: datetime | None, tz: str) -> str:
     return moment.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M") if moment else "未合并"
 
@@ -47,7 +54,7 @@ def digest_markdown(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     """One digest as Markdown, in the shape of a reader's daily digest."""
     c = d.content
     lines = [
-        f"### [#{d.number}]({d.url}) {md(c.title)}",
+        f"### [#{d.number}]({pr_link(d)}) {md(c.title)}",
         "",
         f"原标题：{md(d.original_title)} · @{md(d.author)} · 合并于 {local_time(d.merged_at, tz)}"
         f" · +{d.additions} / −{d.deletions} · {d.changed_files} 个文件",
@@ -202,7 +209,7 @@ def _key_pr_table(r: WeeklyReport) -> list[str]:
         topic = note.topic if note else d.content.title
         said = note.note if note else d.content.importance_reason
         lines.append(
-            f"| [#{number}]({d.url}) | {md(topic, table=True)} | {d.content.importance:.1f} | "
+            f"| [#{number}]({pr_link(d)}) | {md(topic, table=True)} | {d.content.importance:.1f} | "
             f"{md(said, table=True)} |"
         )
     return [*lines, ""]
@@ -238,7 +245,7 @@ def _all_prs(r: WeeklyReport) -> list[str]:
     for d in r.digests:
         tags = " ".join(f"`{md(t, table=True)}`" for t in d.tags)
         lines.append(
-            f"| [#{d.number}]({d.url}) | {md(d.content.title, table=True)} | {tags} | "
+            f"| [#{d.number}]({pr_link(d)}) | {md(d.content.title, table=True)} | {tags} | "
             f"{d.content.verdict} | {d.content.importance:.1f} |"
         )
     return [*lines, ""]
@@ -260,7 +267,7 @@ def labels_markdown(r: WeeklyReport, tag: str | None = None) -> str:
     for name in sorted(groups, key=lambda t: (-len(groups[t]), t)):
         lines += [f"## {md(name)}（{len(groups[name])}）", ""]
         for d in groups[name]:
-            lines += [f"### [#{d.number}]({d.url}) {md(d.content.title)}", ""]
+            lines += [f"### [#{d.number}]({pr_link(d)}) {md(d.content.title)}", ""]
             lines += [
                 f"**{d.content.verdict}**（约 {d.content.minutes} 分钟）。{md(d.content.advice)}",
                 "",
