@@ -244,3 +244,24 @@ def test_help_is_fast_because_sdks_load_lazily():
     code = f"import sys, prhub.cli; print(any(m in sys.modules for m in {heavy}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_html_formats(env, tmp_path):
+    result = prhub(env, "weekly", "--week", "31", "--year", "2026", "--format", "html", "-q")
+    assert result.exit_code == 0, result.stderr
+    page = (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.html").read_text()
+    assert page.lower().startswith("<!doctype html>") and "#106" in page
+    digest = prhub(env, "summarize", "--pr", "101", "--format", "html", "-q")
+    assert digest.exit_code == 0 and "<!doctype html>" in digest.stdout.lower()
+
+
+def test_init_ci_writes_the_workflow_once(env, tmp_path):
+    from prhub.ci import workflow_text
+
+    result = prhub(env, "init-ci", str(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    written = tmp_path / ".github" / "workflows" / "prhub-weekly.yml"
+    assert written.read_text() == workflow_text()
+    again = prhub(env, "init-ci", str(tmp_path))
+    assert again.exit_code == 3 and "--force" in again.stderr
+    assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
