@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -102,6 +102,7 @@ def weekly_facts(
     year: int,
     week: int | None,
     key_count: int = 10,
+    aliases: Mapping[str, str] | None = None,
 ) -> WeeklyFacts:
     """Figures of the given PRs, which the caller picked for the window; same input, same facts."""
     prs = sorted(prs, key=lambda pr: pr.number)
@@ -114,11 +115,12 @@ def weekly_facts(
     authors: defaultdict[str, list[int]] = defaultdict(list)
     for pr in prs:
         mods, kind, _ = parse_title(pr.title)
+        mods = list(dict.fromkeys(tag_name(m, aliases) for m in mods))
         # An unknown word before the colon ("vLLM: bump") is not a type.
         kind = kind if kind in KINDS else None
         modules.update(set(mods))
         kinds.update([kind] if kind else [])
-        labels = {tag_name(label) for label in pr.labels if label.strip()}
+        labels = {tag_name(label, aliases) for label in pr.labels if label.strip()}
         tags.update(set(mods) | labels | ({kind} if kind else set()))
         for change in pr.files:
             files[change.path].add(pr.number)

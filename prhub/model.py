@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
@@ -233,9 +234,10 @@ TAG_ALIASES = {
 }
 
 
-def tag_name(raw: str) -> str:
-    """A tag as reports count it: lower case, aliases folded."""
+def tag_name(raw: str, aliases: Mapping[str, str] | None = None) -> str:
+    """A tag as reports count it: lower case, the repository's aliases then ours folded."""
     name = raw.strip().lower()
+    name = (aliases or {}).get(name, name)
     return TAG_ALIASES.get(name, name)
 
 

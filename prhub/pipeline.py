@@ -41,6 +41,7 @@ from prhub.model import (
     WeeklyNarrative,
     WeeklyReport,
     parse_title,
+    tag_name,
 )
 from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare, redact
 from prhub.prepare.redact import is_env_file
@@ -355,6 +356,15 @@ def digest_key(pr: PullRequest, settings: Settings, prompts: list[Prompt]) -> st
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
 
+def _retag(digest: PRDigest, settings: Settings) -> PRDigest:
+    """The digest's modules and labels in the repository's own tag spellings."""
+    if not settings.tags:
+        return digest
+    modules = list(dict.fromkeys(tag_name(m, settings.tags) for m in digest.modules))
+    labels = list(dict.fromkeys(tag_name(x, settings.tags) for x in digest.labels))
+    return digest.model_copy(update={"modules": modules, "labels": labels})
+
+
 def _prompt(settings: Settings, task: str) -> Prompt:
     """The latest version of a task's prompt, the user's --prompt-dir first."""
     return load_prompt(task, prompt_dir=settings.prompt_dir)
@@ -561,7 +571,7 @@ def weekly(
             failed,
             lambda done: run.tick("summarize", done, len(order)),
         )
-        digests = {n: digest for n, (digest, _) in made.items()}
+        digests = {n: _retag(digest, settings) for n, (digest, _) in made.items()}
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
         facts = analyse.weekly_facts(
@@ -573,6 +583,7 @@ def weekly(
             tz=settings.tz,
             year=year,
             week=week,
+            aliases=settings.tags,
         )
         prompt = _prompt(settings, "weekly")
         narrative, dropped = None, 0

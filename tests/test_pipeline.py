@@ -320,3 +320,12 @@ def test_digest_content_schema_is_strict_for_openai():
     schema = DigestContent.model_json_schema()
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == set(schema["properties"])
+
+
+def test_a_repositorys_tag_spellings_fold_everywhere(github, smart_llm, tmp_path):
+    config = settings(github, smart_llm, tmp_path, tags={"rollout": "inference", "ci": "infra"})
+    report = pipeline.weekly(config, year=2026, week=31, narrate=False)
+    assert report.facts.tags["inference"] == 2 and "rollout" not in report.facts.tags
+    assert report.facts.tags["infra"] == 1
+    assert "inference" in report.digests[0].tags
+    assert "## inference（2）" in render.labels_markdown(report)
