@@ -594,7 +594,7 @@ def weekly(
             if kept is None:
                 narrative, call_usage = _narrate(facts, ordered, settings, llm_)
                 usage += call_usage
-                narrative, dropped = _ground_weekly(narrative, set(facts.prs))
+                narrative, dropped = _ground_weekly(narrative, facts)
                 run.store.save_narrative(key, narrative, dropped)
             else:
                 narrative, dropped = kept
@@ -791,8 +791,27 @@ def _draft_text(n: WeeklyNarrative) -> str:
 _CITATION = re.compile(r"#(\d+)")
 
 
-def _ground_weekly(n: WeeklyNarrative, week: set[int]) -> tuple[WeeklyNarrative, int]:
-    """Removes citations of PRs that are not in the week; returns how many went."""
+_COUNTED = re.compile(r"(\d+)(\s*个\s*(?:PR|pr|合并请求))")
+
+
+def _figures(facts: WeeklyFacts) -> set[int]:
+    """Every PR count the week's facts hold: the only ones a narrative may state."""
+    sizes = [len(facts.key_prs), len(facts.untested), len(facts.reverts), len(facts.breaking)]
+    return {
+        facts.pr_count,
+        *sizes,
+        *facts.tags.values(),
+        *(len(a.prs) for a in [*facts.authors, *facts.first_time]),
+        *(len(h.prs) for h in [*facts.hot_files, *facts.hot_dirs]),
+    }
+
+
+def _ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrative, int]:
+    """Removes citations of PRs not in the week and PR counts the facts do not hold.
+
+    Returns the narrative and how many citations and figures went.
+    """
+    week, figures = set(facts.prs), _figures(facts)
     dropped = 0
 
     def clean(text: str) -> str:
@@ -805,7 +824,15 @@ def _ground_weekly(n: WeeklyNarrative, week: set[int]) -> tuple[WeeklyNarrative,
             dropped += 1
             return ""
 
-        return re.sub(r"[（(]\s*[）)]", "", _CITATION.sub(keep, text)).strip()
+        def counted(match: re.Match[str]) -> str:
+            nonlocal dropped
+            if int(match.group(1)) in figures:
+                return match.group(0)
+            dropped += 1
+            return "多" + match.group(2).lstrip()  # a count no fact backs: say "several"
+
+        text = _COUNTED.sub(counted, _CITATION.sub(keep, text))
+        return re.sub(r"[（(]\s*[）)]", "", text).strip()
 
     def numbers(values: list[int]) -> list[int]:
         nonlocal dropped

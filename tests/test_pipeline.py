@@ -47,7 +47,7 @@ def responder(body: dict[str, Any]) -> str:
         return json.dumps(content, ensure_ascii=False)
     if name == "WeeklyNarrative":
         narrative = json.loads(default_responder(body))
-        narrative["highlights"] = ["#101 修复温度为零，另见 #999。", "趋势二", "趋势三"]
+        narrative["highlights"] = ["#101 修复温度为零，另见 #999。", "本周合入 6 个 PR。", "共 42 个 PR"]
         narrative["trends"] = [{"theme": "rollout", "prs": [101, 999], "judgement": "升温"}]
         narrative["key_prs"] = [
             {"number": 106, "topic": "重命名", "note": "配置项改名"},
@@ -152,7 +152,8 @@ def test_citations_outside_the_week_are_removed_and_counted(github, smart_llm, t
     assert narrative.highlights[0].startswith("#101")
     assert narrative.trends[0].prs == [101]
     assert [k.number for k in narrative.key_prs] == [106]
-    assert report.meta.dropped_citations == 3
+    assert narrative.highlights[1:] == ["本周合入 6 个 PR。", "共 多个 PR"]  # 42: no fact says so
+    assert report.meta.dropped_citations == 4
     cited = {int(n) for n in re.findall(r"#(\d+)", render.weekly_markdown(report))}
     assert cited <= set(report.facts.prs)
 
