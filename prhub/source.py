@@ -65,7 +65,7 @@ def pull_request_from_payload(
 ) -> PullRequest:
     """A PullRequest from GitHub REST payloads (pull, its files, its reviews)."""
     number = pull["number"]
-    title, body = pull.get("title") or "", pull.get("body") or ""
+    title, body = _text(pull.get("title")), _text(pull.get("body"))
     return PullRequest(
         repo=repo,
         number=number,
@@ -87,12 +87,12 @@ def pull_request_from_payload(
         changed_files=pull.get("changed_files", len(files)),
         files=[
             FileChange(
-                path=f["filename"],
-                previous_path=f.get("previous_filename"),
+                path=_text(f["filename"]),
+                previous_path=_text(f.get("previous_filename")) or None,
                 status=f.get("status", "modified"),
                 additions=f.get("additions", 0),
                 deletions=f.get("deletions", 0),
-                patch=f.get("patch"),
+                patch=None if f.get("patch") is None else _text(f["patch"]),
             )
             for f in files
         ],
@@ -102,6 +102,11 @@ def pull_request_from_payload(
         ],
         referenced_issues=references(f"{title}\n{body}", own=number),
     )
+
+
+def _text(value: str | None) -> str:
+    """Text safe to store and send: a lone surrogate (bytes that were not UTF-8) becomes U+FFFD."""
+    return (value or "").encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class GitHubSource:

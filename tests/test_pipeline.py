@@ -47,7 +47,11 @@ def responder(body: dict[str, Any]) -> str:
         return json.dumps(content, ensure_ascii=False)
     if name == "WeeklyNarrative":
         narrative = json.loads(default_responder(body))
-        narrative["highlights"] = ["#101 修复温度为零，另见 #999。", "本周合入 6 个 PR。", "共 42 个 PR"]
+        narrative["highlights"] = [
+            "#101 修复温度为零，另见 #999。",
+            "本周合入 6 个 PR。",
+            "共 42 个 PR",
+        ]
         narrative["trends"] = [{"theme": "rollout", "prs": [101, 999], "judgement": "升温"}]
         narrative["key_prs"] = [
             {"number": 106, "topic": "重命名", "note": "配置项改名"},

@@ -168,7 +168,11 @@ class _Handler(BaseHTTPRequestHandler):
                 standin.errors.append(repr(exc))
             answer = 500, {}, {"message": f"stand-in error: {exc!r}"}
         status, extra, payload = answer
-        data = json.dumps(standin.render(payload), ensure_ascii=False).encode()
+        rendered = standin.render(payload)
+        try:
+            data = json.dumps(rendered, ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # lone surrogates: valid JSON only as \u escapes
+            data = json.dumps(rendered).encode()
         try:
             self.send_response(status)
             for name, value in {**standin.headers(request), **extra}.items():

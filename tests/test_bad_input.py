@@ -1,0 +1,160 @@
+"""Input written by strangers: each case a clear line and its exit code, or a clean digest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from prhub.cli import app
+from prhub.config import ENV
+from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.standins import GitHubStandIn, LLMStandIn
+
+PULLS = FIXTURES / "github" / "acme" / "rocket" / "pulls"
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """A copy of the fixture repository that tests may add odd PRs to."""
+    root = tmp_path / "github"
+    shutil.copytree(FIXTURES / "github", root)
+    return root
+
+
+def add_pr(data: Path, number: int, files: list[dict], **pull: object) -> None:
+    base = json.loads((PULLS / "101.json").read_text())
+    text = json.dumps(base).replace("/101", f"/{number}")
+    payload = {**json.loads(text), "number": number, "changed_files": len(files), **pull}
+    folder = data / "acme" / "rocket" / "pulls"
+    (folder / f"{number}.json").write_text(json.dumps(payload))
+    (folder / f"{number}.files.json").write_text(json.dumps(files))
+
+
+def run(github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, *args: str) -> Result:
+    env: dict[str, str | None] = dict.fromkeys(ENV.values())
+    env.update(
+        GITHUB_TOKEN=GITHUB_TOKEN,
+        OPENAI_API_KEY=OPENAI_KEY,
+        OPENAI_BASE_URL=llm.url,
+        GITHUB_API_URL=github.url,
+        PRHUB_STORE=str(tmp_path / "store.db"),
+        PRHUB_REPO="acme/rocket",
+        PRHUB_MAX_ATTEMPTS="2",
+        PRHUB_RETRY_BASE_WAIT="0.01",
+    )
+    return CliRunner().invoke(app, ["summarize", "-q", *args], env=env)
+
+
+def test_a_patch_that_was_not_utf8_is_digested(data, llm, tmp_path):
+    # GitHub's JSON can carry lone surrogates where a file's bytes were not UTF-8.
+    patch = '@@ -0,0 +1,2 @@\n+caf\udce9 = 1\n+ok = "\ud800"'
+    files = [
+        {
+            "filename": "pkg/latin1.py",
+            "status": "added",
+            "additions": 2,
+            "deletions": 0,
+            "patch": patch,
+        }
+    ]
+    add_pr(data, 201, files)
+    with GitHubStandIn(data, token=GITHUB_TOKEN) as github:
+        result = run(github, llm, tmp_path, "--pr", "201")
+    assert result.exit_code == 0, result.stderr
+    [body] = llm.bodies
+    assert "caf\ufffd = 1" in body["messages"][1]["content"]
+
+
+def test_a_pr_with_no_files(data, llm, tmp_path):
+    add_pr(data, 202, [], additions=0, deletions=0)
+    with GitHubStandIn(data, token=GITHUB_TOKEN) as github:
+        result = run(github, llm, tmp_path, "--pr", "202", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    coverage = json.loads(result.stdout)["meta"]["coverage"]
+    assert coverage["full"] == coverage["listed"] == coverage["excluded"] == []
+
+
+def test_a_pr_with_3000_files_fits_and_leaves_a_trace_of_each(data, llm, tmp_path):
+    files = [
+        {
+            "filename": f"pkg/m{i % 40}/f{i}.py",
+            "status": "modified",
+            "additions": 3,
+            "deletions": 1,
+            "patch": f"@@ -1,2 +1,4 @@\n ctx\n-old_{i}\n+new_{i}\n+more_{i}\n+last_{i}",
+        }
+        for i in range(3000)
+    ]
+    add_pr(data, 203, files, additions=9000, deletions=3000)
+    with GitHubStandIn(data, token=GITHUB_TOKEN) as github:
+        result = run(github, llm, tmp_path, "--pr", "203", "--format", "json")
+        file_pages = [r for r in github.requests if r["path"].endswith("/203/files")]
+    assert result.exit_code == 0, result.stderr
+    assert len(file_pages) == 30  # every page of 100 was read
+    cov = json.loads(result.stdout)["meta"]["coverage"]
+    assert sum(len(cov[v]) for v in ("full", "excerpt", "listed", "excluded")) == 3000
+    assert 1 < len(llm.bodies) <= 5  # map-reduce within --max-calls, then the digest
+
+
+def test_a_title_with_markdown_and_html_stays_inert(data, llm, tmp_path):
+    title = "[rollout] fix: <img src=x onerror=alert(1)> **bold** | `tick"
+    add_pr(data, 204, json.loads((PULLS / "101.files.json").read_text()), title=title)
+    with GitHubStandIn(data, token=GITHUB_TOKEN) as github:
+        result = run(github, llm, tmp_path, "--pr", "204")
+        page = run(github, llm, tmp_path, "--pr", "204", "--format", "html")
+    assert result.exit_code == 0, result.stderr
+    assert "<img" not in result.stdout and "&lt;img src=x onerror=alert(1)&gt;" in result.stdout
+    assert page.exit_code == 0 and "<img src=x" not in page.stdout
+
+
+class _PlainHTTP(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_tls_failure_is_one_line(llm, tmp_path):
+    server = HTTPServer(("127.0.0.1", 0), _PlainHTTP)  # speaks HTTP where HTTPS is expected
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        github = type("G", (), {"url": f"https://127.0.0.1:{server.server_address[1]}"})()
+        result = run(github, llm, tmp_path, "--pr", "101")  # type: ignore[arg-type]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == 8, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("prhub: error: TLS failure")
+    assert llm.bodies == []
+
+
+def test_a_read_only_output_directory(github, llm, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory should be")
+    result = run(github, llm, tmp_path, "--pr", "101", "--out", str(blocker / "digest.md"))
+    assert result.exit_code == 14
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"prhub: error: cannot write {blocker / 'digest.md'}")
+    # nothing lost: the digest was kept, so the rerun to a good path makes no new LLM call
+    calls = len(llm.bodies)
+    again = run(github, llm, tmp_path, "--pr", "101", "--out", str(tmp_path / "ok.md"))
+    assert again.exit_code == 0 and len(llm.bodies) == calls
+
+
+def test_closed_port_is_not_a_traceback(llm, tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    github = type("G", (), {"url": f"http://127.0.0.1:{port}"})()
+    result = run(github, llm, tmp_path, "--pr", "101")  # type: ignore[arg-type]
+    assert result.exit_code == 8 and "Traceback" not in result.output
