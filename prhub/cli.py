@@ -99,6 +99,8 @@ def _write(text: str, out: Path | None) -> None:
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # a power cut must not leave an empty report behind
         os.replace(tmp, out)
     except OSError as exc:
         if tmp is not None:

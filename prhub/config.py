@@ -36,6 +36,7 @@ ENV = {
     "timeout": "PRHUB_TIMEOUT",
     "max_attempts": "PRHUB_MAX_ATTEMPTS",
     "retry_base_wait": "PRHUB_RETRY_BASE_WAIT",
+    "max_retry_time": "PRHUB_MAX_RETRY_TIME",
     "tz": "PRHUB_TZ",
     "jobs": "PRHUB_JOBS",
     "store": "PRHUB_STORE",
@@ -76,6 +77,7 @@ class Settings(BaseModel):
     timeout: float = 120.0
     max_attempts: int = 5
     max_retry_wait: float = 60.0
+    max_retry_time: float = 300.0  # all attempts of one request, waits included
     retry_base_wait: float = 1.0
     tz: str = "Asia/Shanghai"
     jobs: int = 4

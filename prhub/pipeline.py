@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ from prhub.errors import (
     LLMRequestError,
     PrhubError,
     PRNotMerged,
+    StoreError,
 )
 from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
 from prhub.model import (
@@ -63,6 +64,7 @@ class RunStats:
     failed: int = 0
     usage: Usage = field(default_factory=Usage)
     retries: retry.RetryCounter = field(default_factory=retry.RetryCounter)
+    errors: list[FailedPR] = field(default_factory=list)
 
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
@@ -89,9 +91,10 @@ def _run(
     stats: RunStats | None,
     progress: Progress | None,
     *,
+    command: str,
     need_llm: bool = True,
 ) -> Iterator[_Run]:
-    """Makes the clients not passed in, and closes only those."""
+    """Makes the clients not passed in, closes only those, and records the run in the store."""
     stats = stats or RunStats()
     with ExitStack() as owned:
         if need_llm and llm is None:  # first: a missing key fails before any GitHub request
@@ -100,7 +103,29 @@ def _run(
             source = owned.enter_context(closing(GitHubSource(settings, counter=stats.retries)))
         if store is None:
             store = owned.enter_context(closing(Store(settings.store)))
-        yield _Run(settings, source, store, llm, stats, progress or (lambda *_: None))
+        run_id = store.start_run(command)
+        fatal: list[str] = []
+        try:
+            yield _Run(settings, source, store, llm, stats, progress or (lambda *_: None))
+        except PrhubError as exc:
+            fatal.append(str(exc))
+            raise
+        finally:
+            with suppress(StoreError):  # a failing store must not hide what ended the run
+                store.finish_run(
+                    run_id,
+                    tokens_in=stats.usage.tokens_in,
+                    tokens_out=stats.usage.tokens_out,
+                    calls=stats.usage.calls,
+                    errors=[
+                        *(f.model_dump() for f in stats.errors),
+                        *({"error": e} for e in fatal),
+                    ],
+                    prs=stats.prs,
+                    cached=stats.cached,
+                    failed=stats.failed,
+                    retries=stats.retries.count,
+                )
 
 
 def summarize_pr(
@@ -114,7 +139,7 @@ def summarize_pr(
 ) -> PRDigest:
     """Fetches one PR and returns its digest, reusing one made before from the same inputs."""
     repo = settings.require_repo()
-    with _run(settings, source, llm, store, stats, None) as run:
+    with _run(settings, source, llm, store, stats, None, command="summarize") as run:
         pr = _merged_pr(run, repo, number)
         assert run.llm is not None
         digest, hit = cached_digest(pr, settings, run.llm, run.store)
@@ -132,7 +157,7 @@ def dry_run_pr(
 ) -> DryRun:
     """What summarizing one PR would send to the model; fetches and prepares, sends nothing."""
     repo = settings.require_repo()
-    with _run(settings, source, None, store, None, None, need_llm=False) as run:
+    with _run(settings, source, None, store, None, None, command="dry-run", need_llm=False) as run:
         planned = _planned(run, _merged_pr(run, repo, number))
         return DryRun(
             repo=repo, prs=[planned], output_tokens_max=planned.calls * settings.output_tokens
@@ -292,6 +317,23 @@ def plan(pr: PullRequest, settings: Settings) -> tuple[PreparedPR, list[list[dic
 
 
 def digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
+    """Digests a PR; re-planned once within a smaller budget if the endpoint says it overflows."""
+    try:
+        return _digest_pr(pr, settings, llm)
+    except ContextTooLong as exc:
+        smaller = exc.smaller_budget(settings.input_budget)
+        if smaller is None:
+            raise
+        try:
+            digest = _digest_pr(pr, settings.model_copy(update={"input_budget": smaller}), llm)
+        except ConfigError:  # the context the endpoint reported cannot hold any digest prompt
+            raise exc from None
+    # Keyed by the settings asked for, or the next run would not find it.
+    key = digest_key(pr, settings, [_prompt(settings, "digest"), _prompt(settings, "digest_notes")])
+    return digest.model_copy(update={"meta": digest.meta.model_copy(update={"cache_key": key})})
+
+
+def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
     """Prepares a PR within the token budget and asks the model for its digest."""
     prompt, notes_prompt = (
         _prompt(settings, "digest"),
@@ -480,7 +522,7 @@ def _ground(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int
 
 
 # Errors that would fail every PR alike: stop the run instead of listing each PR as failed.
-_FATAL = (ConfigError, GitHubAuthError)
+_FATAL = (ConfigError, GitHubAuthError, StoreError)
 DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
 
 
@@ -556,7 +598,8 @@ def weekly(
     start, end, year, week = window(
         settings, year=year, week=week, since=since, until=until, now=now
     )
-    with _run(settings, source, llm, store, stats, progress) as run:
+    command = "weekly" if narrate else "labels"
+    with _run(settings, source, llm, store, stats, progress, command=command) as run:
         assert run.llm is not None
         failed: list[FailedPR] = []
         fetched = _fetch_window(run, repo, start, end, failed)
@@ -600,6 +643,7 @@ def weekly(
                 narrative, dropped = kept
         run.stats.prs = len(digests) + len(failed)
         run.stats.cached, run.stats.failed, run.stats.usage = cached, len(failed), usage
+        run.stats.errors = failed
         return WeeklyReport(
             facts=facts,
             narrative=narrative,
@@ -633,7 +677,9 @@ def dry_run_week(
     start, end, year, week = window(
         settings, year=year, week=week, since=since, until=until, now=now
     )
-    with _run(settings, source, None, store, None, progress, need_llm=False) as run:
+    with _run(
+        settings, source, None, store, None, progress, command="dry-run", need_llm=False
+    ) as run:
         fetched = _fetch_window(run, repo, start, end, [])
         planned = [_planned(run, fetched[n]) for n in sorted(fetched)]
         calls, tokens = 0, 0

@@ -21,7 +21,6 @@ T = TypeVar("T")
 Classifier = Callable[[BaseException], float | None]
 # Seconds one call may spend from its first attempt to the start of its last: attempts and waits
 # both count, so slow timeouts cannot add up past it. (A Settings field is due; a constant until.)
-MAX_RETRY_TIME = 300.0
 
 
 def retry_after(value: str | None) -> float | None:
@@ -87,7 +86,7 @@ def call(
     def stop(state: tenacity.RetryCallState) -> bool:
         # Runs after wait(): upcoming_sleep is the pause before the next attempt.
         spent = clock() - started + state.upcoming_sleep
-        return state.attempt_number >= settings.max_attempts or spent > MAX_RETRY_TIME
+        return state.attempt_number >= settings.max_attempts or spent > settings.max_retry_time
 
     retrying = tenacity.Retrying(
         stop=stop,

@@ -141,14 +141,22 @@ class GitHubSource:
     def pull(self, repo: str, number: int, payload: dict[str, Any] | None = None) -> PullRequest:
         """One PR with every changed file over all pages, its reviews and references."""
         payload = payload or self.pull_payload(repo, number)
-
-        def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            # Built from the payload in hand, so listing files and reviews does not refetch it.
-            pull = self.client.create_from_raw_data(GithubPullRequest, payload)
-            return [f.raw_data for f in pull.get_files()], [r.raw_data for r in pull.get_reviews()]
-
-        files, reviews = self._call(
-            fetch, f"fetching files of {repo}#{number}", repo=repo, number=number
+        # Built from the payload in hand, so listing files and reviews does not refetch it.
+        pull = self.client.create_from_raw_data(GithubPullRequest, payload)
+        # One call per list, and the same list object on every attempt: a retry resumes at the
+        # page that failed, so one attempt costs one request and a fault costs one more.
+        pages, reviewed = pull.get_files(), pull.get_reviews()
+        files = self._call(
+            lambda: [f.raw_data for f in pages],
+            f"fetching files of {repo}#{number}",
+            repo=repo,
+            number=number,
+        )
+        reviews = self._call(
+            lambda: [r.raw_data for r in reviewed],
+            f"fetching reviews of {repo}#{number}",
+            repo=repo,
+            number=number,
         )
         return pull_request_from_payload(repo, payload, files, reviews)
 
@@ -160,21 +168,27 @@ class GitHubSource:
             query = f"repo:{repo} is:pr is:merged merged:{lo.isoformat()}..{last.isoformat()}"
             results = self.client.search_issues(query, sort="created", order="asc")
             # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
-            if results.totalCount >= SEARCH_LIMIT and hi - lo > timedelta(minutes=2):
+            total = self._call(lambda: results.totalCount, f"searching {repo}", repo=repo)
+            if total >= SEARCH_LIMIT and hi - lo > timedelta(minutes=2):
                 middle = lo + (hi - lo) / 2
                 return search(lo, middle) + search(middle, hi)
             # Attributes, not raw_data: reading raw_data of a search item refetches the issue.
-            return [
-                {
-                    "number": item.number,
-                    "updated_at": item.updated_at.isoformat(),
-                    "merged_at": item.pull_request.merged_at,
-                }
-                for item in results
-                if item.pull_request is not None  # is:pr makes this hold; mypy cannot know
-            ]
+            # A retry iterates the same list again: read pages are kept, the failed one refetched.
+            return self._call(
+                lambda: [
+                    {
+                        "number": item.number,
+                        "updated_at": item.updated_at.isoformat(),
+                        "merged_at": item.pull_request.merged_at,
+                    }
+                    for item in results
+                    if item.pull_request is not None  # is:pr makes this hold; mypy cannot know
+                ],
+                f"searching {repo}",
+                repo=repo,
+            )
 
-        hits = self._call(lambda: search(start, end), f"searching {repo}", repo=repo)
+        hits = search(start, end)
         inside = {h["number"]: h for h in hits if start <= h["merged_at"] < end}
         return [inside[n] for n in sorted(inside)]
 

@@ -66,12 +66,17 @@ def weekly(folder: Path, github: GitHubStandIn, llm: LLMStandIn) -> subprocess.P
     )
 
 
+def finish(child: subprocess.Popen[bytes]) -> None:
+    """Waits for a run that must succeed."""
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 0, stderr.decode()
+
+
 def complete(report: str) -> bool:
     """Whether a weekly report is whole: its title first and its footer last."""
     lines = report.rstrip("\n").splitlines()
-    return (
-        bool(lines) and lines[0].startswith("# ") and re.match(r"<sub>weekly@.*</sub>$", lines[-1])
-    )
+    footer = re.compile(r"<sub>weekly@.*</sub>$")
+    return bool(lines and lines[0].startswith("# ") and footer.match(lines[-1]))
 
 
 def report_prs(report: str) -> set[int]:
@@ -107,21 +112,22 @@ def test_a_weekly_run_killed_anywhere_loses_no_finished_digest(
 ) -> None:
     with LLMStandIn(api_key=OPENAI_KEY, latency=0.25) as llm:
         started = time.monotonic()
-        reference = weekly(tmp_path / "reference", github, llm)
-        assert reference.wait(timeout=60) == 0, reference.communicate()[1]
+        finish(weekly(tmp_path / "reference", github, llm))
         whole = time.monotonic() - started
         assert report_prs((tmp_path / "reference" / "report.md").read_text()) == WEEK_31
 
         rng = random.Random(20260731)
+        killed = []
         for run in range(KILLS):
             folder = tmp_path / f"run{run}"
             before = len(llm.bodies)
             child = weekly(folder, github, llm)
             try:
-                child.wait(timeout=rng.uniform(0.05, 1.0) * whole)
+                child.communicate(timeout=rng.uniform(0.05, 1.0) * whole)
             except subprocess.TimeoutExpired:
                 child.kill()  # SIGKILL: no handler, no cleanup
-            child.communicate()
+                child.communicate()
+            killed.append(child.returncode == -9)
             asked = digest_requests(llm.bodies[before:])
 
             done = stored_digests(folder / "store.db")
@@ -133,12 +139,11 @@ def test_a_weekly_run_killed_anywhere_loses_no_finished_digest(
             assert all(TEMP.match(name) for name in others), others
 
             before = len(llm.bodies)
-            again = weekly(folder, github, llm)
-            assert again.wait(timeout=60) == 0, again.communicate()[1]
-            again.communicate()
+            finish(weekly(folder, github, llm))
             assert complete(report.read_text()) and report_prs(report.read_text()) == WEEK_31
             redone = digest_requests(llm.bodies[before:])
             assert sorted(redone) == sorted(WEEK_31 - done)  # each missing PR once, no other
+        assert any(killed)
         assert not llm.errors
 
 
@@ -148,9 +153,7 @@ def test_a_leftover_temporary_file_never_becomes_the_report(
     tmp_path.mkdir(exist_ok=True)
     stale = tmp_path / ".report.md.k1ll3d.tmp"
     stale.write_text("# acme/rocket 周报（写到一半")
-    child = weekly(tmp_path, github, llm)
-    assert child.wait(timeout=60) == 0, child.communicate()[1]
-    child.communicate()
+    finish(weekly(tmp_path, github, llm))
     assert complete((tmp_path / "report.md").read_text())
     assert stale.read_text() == "# acme/rocket 周报（写到一半"  # left alone: it may be a live run's
 
