@@ -644,7 +644,7 @@ def weekly(
         run.stats.prs = len(digests) + len(failed)
         run.stats.cached, run.stats.failed, run.stats.usage = cached, len(failed), usage
         run.stats.errors = failed
-        return WeeklyReport(
+        report = WeeklyReport(
             facts=facts,
             narrative=narrative,
             digests=[digests[n] for n in sorted(digests)],
@@ -658,6 +658,9 @@ def weekly(
                 generated_at=datetime.now(UTC),
             ),
         )
+        if narrate:
+            run.store.save_report(report)
+        return report
 
 
 def dry_run_week(

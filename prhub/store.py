@@ -15,7 +15,7 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from prhub.errors import StoreError
-from prhub.model import PRDigest, PullRequest, WeeklyNarrative
+from prhub.model import PRDigest, PullRequest, WeeklyNarrative, WeeklyReport
 
 B = TypeVar("B", bound=BaseModel)
 
@@ -61,6 +61,16 @@ MIGRATIONS = [
         tokens_out INTEGER NOT NULL DEFAULT 0,
         calls INTEGER NOT NULL DEFAULT 0,
         errors TEXT NOT NULL DEFAULT '[]'
+    );
+    """,
+    """
+    CREATE TABLE reports (
+        repo TEXT NOT NULL,
+        start TEXT NOT NULL,
+        "end" TEXT NOT NULL,
+        data TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (repo, start, "end")
     );
     """,
 ]
@@ -154,6 +164,23 @@ class Store:
                 "INSERT OR REPLACE INTO narratives VALUES (?, ?, ?, ?)",
                 (key, narrative.model_dump_json(), dropped, _now()),
             )
+
+    def save_report(self, report: WeeklyReport) -> None:
+        """Keeps the latest report of a window, so a lost file can be rendered again."""
+        f = report.facts
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?)",
+                (f.repo, f.start.isoformat(), f.end.isoformat(), report.model_dump_json(), _now()),
+            )
+
+    def report(self, repo: str, start: datetime, end: datetime) -> WeeklyReport | None:
+        with self._tx() as db:
+            row = db.execute(
+                'SELECT data FROM reports WHERE repo = ? AND start = ? AND "end" = ?',
+                (repo, start.isoformat(), end.isoformat()),
+            ).fetchone()
+        return _load(WeeklyReport, row[0]) if row else None
 
     def start_run(self, command: str) -> int:
         """Records that a command started; returns the run's id for finish_run."""

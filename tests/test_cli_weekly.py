@@ -265,3 +265,60 @@ def test_init_ci_writes_the_workflow_once(env, tmp_path):
     again = prhub(env, "init-ci", str(tmp_path))
     assert again.exit_code == 3 and "--force" in again.stderr
     assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
+
+
+def test_no_secret_in_any_artifact_even_verbose_with_faults(tmp_path):
+    """A real `prhub weekly --verbose` with retries: the token and key appear nowhere it wrote."""
+    import subprocess
+    import sys
+
+    from tests.conftest import FIXTURES
+
+    token = "ghp_" + "Zq9" * 12
+    key = "sk-" + "Vw7" * 14
+    with (
+        GitHubStandIn(FIXTURES / "github", token=token, fault_rate=0.3, seed=3) as github,
+        LLMStandIn(api_key=key, fault_rate=0.3, seed=3) as llm,
+    ):
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "PRHUB_CACHE_DIR": str(tmp_path / "cache"),
+            "GITHUB_TOKEN": token,
+            "OPENAI_API_KEY": key,
+            "OPENAI_BASE_URL": llm.url,
+            "GITHUB_API_URL": github.url,
+            "PRHUB_STORE": str(tmp_path / "store.db"),
+            "PRHUB_MAX_ATTEMPTS": "8",
+            "PRHUB_RETRY_BASE_WAIT": "0.01",
+        }
+        args = ["weekly", "--repo", "acme/rocket", "--week", "31", "--year", "2026", "--verbose"]
+        done = subprocess.run(
+            [sys.executable, "-m", "prhub", *args, "--format", "html"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        again = subprocess.run(
+            [sys.executable, "-m", "prhub", *args, "--format", "json"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert github.faults and llm.faults  # retries really happened and were logged
+        bodies = json.dumps(llm.bodies)
+    assert done.returncode == 0, done.stderr
+    assert again.returncode == 0, again.stderr
+    assert "retry" in done.stderr
+    artifacts = [done.stdout, done.stderr, again.stdout, again.stderr, bodies]
+    artifacts += [
+        p.read_bytes().decode("utf-8", "replace")
+        for p in tmp_path.rglob("*")
+        if p.is_file() and "cache" not in p.parts
+    ]
+    for text in artifacts:
+        assert token not in text and key not in text

@@ -334,3 +334,18 @@ def test_a_repositorys_tag_spellings_fold_everywhere(github, smart_llm, tmp_path
     assert report.facts.tags["infra"] == 1
     assert "inference" in report.digests[0].tags
     assert "## inference（2）" in render.labels_markdown(report)
+
+
+def test_the_weekly_report_is_kept_in_the_store(github, smart_llm, tmp_path):
+    from prhub.store import Store
+
+    config = settings(github, smart_llm, tmp_path)
+    report = pipeline.weekly(config, year=2026, week=31)
+    store = Store(config.store)
+    try:
+        kept = store.report("acme/rocket", report.facts.start, report.facts.end)
+        runs = store.runs()
+    finally:
+        store.close()
+    assert kept == report
+    assert runs[0]["command"] == "weekly" and runs[0]["calls"] == 7
