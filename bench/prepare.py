@@ -12,46 +12,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from prhub.config import Settings
-from prhub.model import FileChange, PreparedPR, PullRequest
+from prhub.llm import message_tokens
+from prhub.model import PreparedPR, PullRequest
+from prhub.pipeline import budgets, plan
 from prhub.prepare import prepare
 from prhub.prepare.tokens import get_encoding
+from prhub.source import pull_request_from_payload
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPT_OVERHEAD = 3000  # tokens the prompt template and title/body take besides the diff
-INDEX_BUDGET = 4000
 
 
 def load_pr(pulls: Path, number: int, repo: str) -> PullRequest:
     """A PullRequest from the GitHub REST payloads N.json and N.files.json."""
-    pr = json.loads((pulls / f"{number}.json").read_text())
+    pull = json.loads((pulls / f"{number}.json").read_text())
     files = json.loads((pulls / f"{number}.files.json").read_text())
-    return PullRequest(
-        repo=repo,
-        number=pr["number"],
-        title=pr["title"],
-        body=pr.get("body") or "",
-        author=(pr.get("user") or {}).get("login", ""),
-        created_at=pr["created_at"],
-        merged_at=pr.get("merged_at"),
-        merged=bool(pr.get("merged")),
-        merge_commit_sha=pr.get("merge_commit_sha"),
-        base_ref=pr["base"]["ref"],
-        head_ref=pr["head"]["ref"],
-        additions=pr.get("additions", 0),
-        deletions=pr.get("deletions", 0),
-        changed_files=pr.get("changed_files", 0),
-        files=[
-            FileChange(
-                path=f["filename"],
-                previous_path=f.get("previous_filename"),
-                status=f["status"],
-                additions=f.get("additions", 0),
-                deletions=f.get("deletions", 0),
-                patch=f.get("patch"),
-            )
-            for f in files
-        ],
-    )
+    return pull_request_from_payload(repo, pull, files)
 
 
 def load_corpus(corpus: Path) -> list[PullRequest]:
@@ -79,17 +54,18 @@ def main(argv: list[str]) -> None:
     if not prs:
         sys.exit(f"no PRs under {corpus}")
     settings = Settings()
-    budget = settings.input_budget - PROMPT_OVERHEAD
     enc = get_encoding(settings.encoding)
 
     def run(pr: PullRequest) -> PreparedPR:
-        return prepare(pr, settings, chunk_budget=budget, index_budget=INDEX_BUDGET)
+        # The budgets summarize uses: what is left of the input budget after the prompt's text.
+        chunk_budget, index_budget = budgets(pr, settings)
+        return prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
 
     patches = [[f.patch or "" for f in pr.files] for pr in prs]
     for pr in prs:  # warm the encoding and caches
         run(pr)
     print(
-        f"{'PR':>6} {'files':>5} {'patch tok':>9} {'chunk tok':>15} {'calls':>5} "
+        f"{'PR':>6} {'files':>5} {'patch tok':>9} {'prompt tok':>15} {'calls':>5} "
         f"{'full/exc/list/excl':>18} {'seen':>5} {'redact':>6} {'ms':>6}"
     )
     one_call = 0
@@ -100,7 +76,7 @@ def main(argv: list[str]) -> None:
         elapsed = best_of(3, lambda pr=pr: run(pr))
         total_prepare += elapsed
         out = run(pr)
-        sizes = [len(enc.encode_ordinary(c)) for c in out.chunks]
+        sizes = [message_tokens(m, settings.encoding) for m in plan(pr, settings)[1]]
         largest = max(largest, *sizes)
         calls = 1 if len(out.chunks) == 1 else len(out.chunks) + 1
         one_call += calls == 1
@@ -116,7 +92,8 @@ def main(argv: list[str]) -> None:
     bare = best_of(3, lambda: [enc.encode_ordinary(t) for t in flat])
     print()
     print(f"PRs: {len(prs)}; in one call at the default budget: {one_call / len(prs):.0%}")
-    print(f"largest chunk: {largest:,} tokens of a {budget:,} budget ({largest / budget:.0%})")
+    budget = settings.input_budget
+    print(f"largest prompt: {largest:,} tokens of a {budget:,} budget ({largest / budget:.0%})")
     print(
         f"throughput: prepare {total_prepare * 1000:.0f} ms, bare encode {bare * 1000:.0f} ms, "
         f"ratio {total_prepare / bare:.2f}x (target <= 3x)"
