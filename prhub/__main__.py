@@ -1,3 +1,3 @@
-from prhub.cli import app
+from prhub.cli import main
 
-app(prog_name="prhub")
+main()

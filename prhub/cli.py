@@ -7,9 +7,10 @@ import os
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -97,6 +98,7 @@ def _write(text: str, out: Path | None) -> None:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide the report from readers
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -108,7 +110,13 @@ def _write(text: str, out: Path | None) -> None:
         raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
-def _fail(exc: PrhubError) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fail(exc: PrhubError) -> NoReturn:
     typer.echo(f"prhub: error: {exc}", err=True)
     raise typer.Exit(exc.exit_code)
 
@@ -177,15 +185,7 @@ def summarize(
             text = render.digest_markdown(digest, settings.tz)
         _write(text, out)
         if not quiet:
-            line = progress.summary(
-                stats.prs,
-                stats.cached,
-                stats.failed,
-                stats.usage,
-                stats.retries.count,
-                time.monotonic() - started,
-                settings,
-            )
+            line = progress.run_summary(stats, time.monotonic() - started, settings)
             typer.echo(f"prhub: {line}", err=True)
     except PrhubError as exc:
         _fail(exc)
@@ -204,6 +204,7 @@ def weekly(
     model: Model = None,
     response_mode: Mode = None,
     input_budget: Budget = None,
+    max_calls: MaxCalls = None,
     store: StorePath = None,
     refresh: Refresh = False,
     config: Config = None,
@@ -230,6 +231,7 @@ def weekly(
             model=model,
             response_mode=response_mode,
             input_budget=input_budget,
+            max_calls=max_calls,
             store=store,
             refresh=refresh,
             prompt_dir=prompt_dir,
@@ -271,23 +273,8 @@ def weekly(
         _write(text, target)
         if target is not None:
             display.line(f"wrote {target}")
-        display.line(
-            progress.summary(
-                stats.prs,
-                stats.cached,
-                stats.failed,
-                stats.usage,
-                stats.retries.count,
-                time.monotonic() - started,
-                settings,
-            )
-        )
-        if report.failed:
-            numbers = " ".join(f"#{f.number}" for f in report.failed)
-            raise PartialFailure(
-                f"{len(report.failed)} PR(s) failed ({numbers}); the report lists them, "
-                "rerun to retry only those"
-            )
+        display.line(progress.run_summary(stats, time.monotonic() - started, settings))
+        _fail_partly(report)
     except PrhubError as exc:
         _fail(exc)
 
@@ -304,7 +291,11 @@ def labels(
     jobs: Jobs = None,
     github_url: GitHubURL = None,
     model: Model = None,
+    response_mode: Mode = None,
+    input_budget: Budget = None,
+    max_calls: MaxCalls = None,
     store: StorePath = None,
+    refresh: Refresh = False,
     config: Config = None,
     prompt_dir: PromptDir = None,
     out: Annotated[Path | None, typer.Option("--out", help="write to this file")] = None,
@@ -313,6 +304,7 @@ def labels(
 ) -> None:
     """Show the week's digests grouped by tag (module, type, label)."""
     _logging(verbose)
+    started = time.monotonic()
     try:
         settings = _settings(
             config,
@@ -321,12 +313,17 @@ def labels(
             jobs=jobs,
             github_url=github_url,
             model=model,
+            response_mode=response_mode,
+            input_budget=input_budget,
+            max_calls=max_calls,
             store=store,
+            refresh=refresh,
             prompt_dir=prompt_dir,
         )
         from prhub import pipeline, progress, render
 
         display = progress.Display(quiet)
+        stats = pipeline.RunStats()
         try:
             report = pipeline.weekly(
                 settings,
@@ -335,11 +332,14 @@ def labels(
                 since=since,
                 until=until,
                 narrate=False,
+                stats=stats,
                 progress=display,
             )
         finally:
             display.close()
         _write(render.labels_markdown(report, tag), out)
+        display.line(progress.run_summary(stats, time.monotonic() - started, settings))
+        _fail_partly(report)
     except PrhubError as exc:
         _fail(exc)
 
@@ -378,12 +378,23 @@ def prompts(prompt_dir: PromptDir = None) -> None:
         _fail(exc)
 
 
+def _fail_partly(report: Any) -> None:
+    """Exit 12 after a report that lists PRs whose digest failed."""
+    if report.failed:
+        numbers = " ".join(f"#{f.number}" for f in report.failed)
+        raise PartialFailure(
+            f"{len(report.failed)} PR(s) failed ({numbers}); the report lists them, "
+            "rerun to retry only those"
+        )
+
+
 def _report_path(report: Any, fmt: Format) -> Path:
     facts = report.facts
     if facts.week is not None:
         name = f"{facts.year}-W{facts.week:02d}"
     else:
-        name = f"{facts.start:%Y-%m-%d}_{facts.end:%Y-%m-%d}"
+        last = facts.end - timedelta(seconds=1)  # the window's end is exclusive
+        name = f"{facts.start:%Y-%m-%d}_{last:%Y-%m-%d}"
     return Path("reports") / facts.repo / f"{name}.{SUFFIX[fmt]}"
 
 
@@ -403,3 +414,20 @@ def init_ci(
     except PrhubError as exc:
         _fail(exc)
     typer.echo(f"wrote {written}: set the OPENAI_API_KEY secret, then commit it")
+
+
+def main() -> None:
+    """The console script: anything unforeseen is one line and exit 1, unless --verbose."""
+    try:
+        app(prog_name="prhub")
+    except KeyboardInterrupt:
+        typer.echo("prhub: interrupted; what was done is kept, rerun to go on", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if "--verbose" in sys.argv or "-v" in sys.argv:
+            raise
+        typer.echo(
+            f"prhub: error: unexpected {type(exc).__name__} (a bug; --verbose shows where)",
+            err=True,
+        )
+        sys.exit(1)

@@ -16,6 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
@@ -43,6 +44,7 @@ ENV = {
     "prompt_dir": "PRHUB_PROMPT_DIR",
 }
 SECRETS = ("github_token", "openai_api_key")
+PER_RUN = ("refresh", "allow_unmerged", "config_file")  # switches for one run, never in a file
 
 # Estimated USD per million tokens (input, output); a config file's [prices] adds or overrides.
 PRICES: dict[str, tuple[float, float]] = {
@@ -72,7 +74,7 @@ class Settings(BaseModel):
     input_budget: int = 24_000
     output_tokens: int = 4_000
     max_calls: int = 4
-    encoding: str = "o200k_base"
+    encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base"
     noise_globs: tuple[str, ...] = ()
     timeout: float = 120.0
     max_attempts: int = 5
@@ -102,6 +104,24 @@ class Settings(BaseModel):
     def _positive(cls, value: int) -> int:
         if value < 1:
             raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("timeout", "max_retry_wait", "max_retry_time", "retry_base_wait")
+    @classmethod
+    def _above_zero(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be more than 0")
+        return value
+
+    @field_validator("tz")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown timezone {value!r}: use an IANA name like Asia/Shanghai"
+            ) from None
         return value
 
     def require_repo(self) -> str:
@@ -143,22 +163,47 @@ def read_config(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     if path.name == "pyproject.toml":
         data = data.get("tool", {}).get("prhub", {})
+    repos = data.get("repos")
+    sections = [
+        data,
+        *(v for v in (repos.values() if isinstance(repos, dict) else []) if isinstance(v, dict)),
+    ]
     for key in SECRETS:
-        if key in data or any(key in section for section in data.get("repos", {}).values()):
+        if any(key in section for section in sections):
             raise ConfigError(f"{path}: keep {key} out of files; export {ENV[key]} instead")
+    for key in PER_RUN:
+        if any(key in section for section in sections):
+            raise ConfigError(f"{path}: {key} is a switch for one run, not a file setting")
     return data
 
 
-def _file_values(data: dict[str, Any], repo: str | None) -> dict[str, Any]:
+class _Price(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: float
+    output: float
+
+
+class _File(BaseModel):
+    """The shape a config file must have; values are checked again as Settings."""
+
+    model_config = ConfigDict(extra="allow")
+    prices: dict[str, _Price] = {}
+    repos: dict[str, dict[str, Any]] = {}
+    noise_globs: list[str] | None = None
+
+
+def _file_values(data: dict[str, Any], repo: str | None, path: Path) -> dict[str, Any]:
+    try:
+        shape = _File.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err["loc"])
+        raise ConfigError(f"{path}: {where}: {err['msg']}") from None
     values = {k: v for k, v in data.items() if k not in ("repos", "prices")}
-    values["prices"] = {
-        model: (float(p.get("input", 0)), float(p.get("output", 0)))
-        for model, p in data.get("prices", {}).items()
-    }
-    section = data.get("repos", {}).get(repo or values.get("repo") or "", {})
-    values.update({k: v for k, v in section.items() if k != "prices"})
-    if "noise_globs" in values:
-        values["noise_globs"] = tuple(values["noise_globs"])
+    values["prices"] = {m: (p.input, p.output) for m, p in shape.prices.items()}
+    values.update(shape.repos.get(repo or values.get("repo") or "", {}))
+    if shape.noise_globs is not None:
+        values["noise_globs"] = tuple(shape.noise_globs)
     return values
 
 
@@ -175,9 +220,9 @@ def load_settings(
     path = find_config(config, env, cwd or Path.cwd())
     values: dict[str, Any] = {}
     data = read_config(path) if path else {}
-    if data:
+    if path and data:
         repo = flags.get("repo") or from_env.get("repo")
-        values = {**_file_values(data, repo), "config_file": path}
+        values = {**_file_values(data, repo, path), "config_file": path}
     values.update(from_env)
     values.update(flags)
     try:

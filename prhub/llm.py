@@ -56,10 +56,15 @@ class Prompt:
         return hashlib.sha256(self.source.encode()).hexdigest()[:12]
 
     def messages(self, **variables: Any) -> list[dict[str, str]]:
-        return [
-            {"role": "system", "content": self.system.render(**variables).strip()},
-            {"role": "user", "content": self.user.render(**variables).strip()},
-        ]
+        try:
+            return [
+                {"role": "system", "content": self.system.render(**variables).strip()},
+                {"role": "user", "content": self.user.render(**variables).strip()},
+            ]
+        except jinja2.TemplateError as exc:  # a user's own version naming what we do not pass
+            raise ConfigError(
+                f"prompt {self.id} in {self.folder} failed to render: {exc}"
+            ) from None
 
 
 def _folders(task: str, prompt_dir: Path | None) -> list[Path]:

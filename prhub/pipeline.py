@@ -12,14 +12,16 @@ from contextlib import ExitStack, closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from prhub import analyse, retry
 from prhub.config import Settings
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
+    GitHubUnavailable,
     LLMRequestError,
+    LLMUnavailable,
     PrhubError,
     PRNotMerged,
     StoreError,
@@ -176,7 +178,7 @@ def _merged_pr(run: _Run, repo: str, number: int) -> PullRequest:
 def _planned(run: _Run, pr: PullRequest) -> PlannedPR:
     """The calls and prompt tokens digesting `pr` would take; none when its digest is stored."""
     settings = run.settings
-    key = digest_key(pr, settings, [_prompt(settings, "digest"), _prompt(settings, "digest_notes")])
+    key = digest_key(pr, settings)
     if not settings.refresh and run.store.digest(key):
         return PlannedPR(number=pr.number, cached=True, calls=0, tokens_in=0)
     prepared, calls = plan(pr, settings)
@@ -223,14 +225,7 @@ def cached_digest(
     pr: PullRequest, settings: Settings, llm: LLM, store: Store
 ) -> tuple[PRDigest, bool]:
     """The stored digest for exactly these inputs (and True), else a new one, stored."""
-    key = digest_key(
-        pr,
-        settings,
-        [
-            _prompt(settings, "digest"),
-            _prompt(settings, "digest_notes"),
-        ],
-    )
+    key = digest_key(pr, settings)
     if not settings.refresh and (found := store.digest(key)):
         return found, True
     digest = digest_pr(pr, settings, llm)
@@ -329,7 +324,7 @@ def digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         except ConfigError:  # the context the endpoint reported cannot hold any digest prompt
             raise exc from None
     # Keyed by the settings asked for, or the next run would not find it.
-    key = digest_key(pr, settings, [_prompt(settings, "digest"), _prompt(settings, "digest_notes")])
+    key = digest_key(pr, settings)
     return digest.model_copy(update={"meta": digest.meta.model_copy(update={"cache_key": key})})
 
 
@@ -378,14 +373,15 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             coverage=prepared.coverage,
             redactions=dict(Counter(pr.redactions) + Counter(prepared.redactions)),
             dropped_citations=dropped,
-            cache_key=digest_key(pr, settings, [prompt, notes_prompt]),
+            cache_key=digest_key(pr, settings),
             created_at=datetime.now(UTC),
         ),
     )
 
 
-def digest_key(pr: PullRequest, settings: Settings, prompts: list[Prompt]) -> str:
+def digest_key(pr: PullRequest, settings: Settings) -> str:
     """Names every input that changes a digest: PR content, prompts, model, prepare settings."""
+    prompts = [_prompt(settings, "digest"), _prompt(settings, "digest_notes")]
     parts = [
         pr.repo,
         str(pr.number),
@@ -523,6 +519,7 @@ def _ground(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int
 
 # Errors that would fail every PR alike: stop the run instead of listing each PR as failed.
 _FATAL = (ConfigError, GitHubAuthError, StoreError)
+_DOWN = 3  # this many PRs failing for an unreachable service, and none succeeding: stop
 DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
 
 
@@ -536,7 +533,7 @@ def window(
     now: datetime | None = None,
 ) -> tuple[datetime, datetime, int, int | None]:
     """The [start, end) window a weekly run covers, with its year and ISO week (None for dates)."""
-    tz = _zone(settings.tz)
+    tz = ZoneInfo(settings.tz)
     now = now or datetime.now(UTC)
     if since or until:
         if week is not None:
@@ -549,21 +546,15 @@ def window(
             raise ConfigError(f"--until ({until}) must come after --since ({since})")
         return start, end, start.astimezone(tz).year, None
     if week is None:
+        if year is not None:
+            raise ConfigError("--year needs --week (without both: the last complete week)")
         year, week = analyse.last_complete_week(now, settings.tz)
-    year = year or now.astimezone(tz).year
+    if year is None:
+        year = now.astimezone(tz).isocalendar().year  # the ISO year: 2027-01-02 is in 2026-W53
     start, end = analyse.week_window(year, week, settings.tz)
     if start > now:
         raise ConfigError(f"week {week} of {year} has not started yet ({settings.tz})")
     return start, end, year, week
-
-
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(
-            f"unknown timezone {name!r}: use an IANA name like Asia/Shanghai"
-        ) from None
 
 
 def _moment(text: str, tz: ZoneInfo, flag: str, end_of_day: bool = False) -> datetime:
@@ -618,7 +609,7 @@ def weekly(
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
         facts = analyse.weekly_facts(
-            [fetched[n] for n in sorted(digests)],
+            [fetched[n] for n in sorted(fetched)],  # a PR whose digest failed still counts
             digests,
             repo=repo,
             start=start,
@@ -743,6 +734,7 @@ def _each(
 ) -> dict[int, T]:
     """Runs work per PR on settings.jobs threads; a PR's own failure is recorded, not raised."""
     results: dict[int, T] = {}
+    down = 0  # PRs lost to a service that kept failing, before any PR went through
     tick(0)
     with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
         futures = {pool.submit(work, n, inputs[n]): n for n in numbers}
@@ -750,8 +742,11 @@ def _each(
             try:
                 results[futures[future]] = future.result()
             except PrhubError as exc:
-                if isinstance(exc, _FATAL) or (
-                    isinstance(exc, LLMRequestError) and not isinstance(exc, ContextTooLong)
+                down += isinstance(exc, LLMUnavailable | GitHubUnavailable)
+                if (
+                    isinstance(exc, _FATAL)
+                    or (isinstance(exc, LLMRequestError) and not isinstance(exc, ContextTooLong))
+                    or (down >= _DOWN and not results)  # the service is down, not one PR
                 ):
                     pool.shutdown(cancel_futures=True)  # it would fail every PR alike
                     raise

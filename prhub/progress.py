@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -91,6 +91,13 @@ def summary(
         f"{prs} PRs ({cached} from the store, {failed} failed) · {usage.calls} LLM calls · "
         f"{usage.tokens_in:,} tokens in / {usage.tokens_out:,} out · "
         f"{cost(usage.tokens_in, usage.tokens_out, settings)} · {retries} retries · {seconds:.1f} s"
+    )
+
+
+def run_summary(stats: Any, seconds: float, settings: Settings) -> str:
+    """The closing line of a run from its pipeline.RunStats."""
+    return summary(
+        stats.prs, stats.cached, stats.failed, stats.usage, stats.retries.count, seconds, settings
     )
 
 

@@ -25,8 +25,12 @@ def md(text: str, *, table: bool = False) -> str:
 
 
 def _escape(text: str, table: bool) -> str:
+    text = text.replace("\\", "\\\\")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = text.replace("`", "\\`")
+    # Links, images and emphasis from PR text or model output must stay text.
+    for mark in "`[]*":
+        text = text.replace(mark, "\\" + mark)
+    text = re.sub(r"(?m)^(\s*)(?=#{1,6}(\s|$)|[-+]\s)", r"\1\\", text)  # no own headings, lists
     return text.replace("|", "\\|") if table else text
 
 

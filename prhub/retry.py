@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -19,8 +20,6 @@ T = TypeVar("T")
 # Says whether an error is worth another attempt: None for no, else the wait in seconds the
 # server asked for (0.0 when it named none, so the policy's own backoff applies).
 Classifier = Callable[[BaseException], float | None]
-# Seconds one call may spend from its first attempt to the start of its last: attempts and waits
-# both count, so slow timeouts cannot add up past it. (A Settings field is due; a constant until.)
 
 
 def retry_after(value: str | None) -> float | None:
@@ -43,9 +42,11 @@ class RetryCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self._lock = threading.Lock()
 
     def add(self) -> None:
-        self.count += 1  # int += is atomic enough under the GIL for a statistic
+        with self._lock:
+            self.count += 1
 
 
 def call(

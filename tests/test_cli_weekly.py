@@ -322,3 +322,38 @@ def test_no_secret_in_any_artifact_even_verbose_with_faults(tmp_path):
     ]
     for text in artifacts:
         assert token not in text and key not in text
+
+
+def test_year_without_week_is_refused(env):
+    result = prhub(env, "weekly", "--year", "2025")
+    assert result.exit_code == 3 and "--year needs --week" in result.stderr
+
+
+def test_an_unreachable_llm_stops_the_week_with_its_own_code(env, llm):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    result = prhub({**env, "OPENAI_BASE_URL": closed}, "weekly", "--week", "31", "--year", "2026")
+    assert result.exit_code == 9, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("prhub: error: the LLM endpoint")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[prices.m]\ninput = "cheap"\noutput = 1\n', "prices.m.input"),
+        ("repos = 3\n", "repos"),
+        ('tz = "Mars/Base"\n', "unknown timezone"),
+        ('encoding = "p50k_base"\n', "encoding"),
+        ("refresh = true\n", "refresh is a switch for one run"),
+        ("timeout = 0\n", "timeout"),
+    ],
+)
+def test_a_malformed_config_file_is_one_line(env, tmp_path, text, says):
+    (tmp_path / "prhub.toml").write_text(text)
+    result = prhub(env, "summarize", "--pr", "101")
+    assert result.exit_code == 3, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith("prhub: error:") and says in line

@@ -177,6 +177,7 @@ def md_blocks(text: str) -> list[str]:
             line = re.sub(r"^(#+|-|\d+\.) ", "", line)
         line = re.sub(r"\[(#\d+)\]\([^)]*\)", r"\1", line).replace("**", "")
         line = line.replace("\\`", "\0").replace("`", "").replace("\0", "`").replace("\\|", "|")
+        line = re.sub(r"\\([\\\[\]*#=+-])", r"\1", line)  # Markdown's own escapes
         blocks.append(" ".join(htmllib.unescape(line).split()))
     return blocks
 

@@ -222,7 +222,8 @@ def test_failed_prs_are_listed_and_only_they_are_redone(github, llm, tmp_path):
     config = settings(github, llm, tmp_path)
     report = pipeline.weekly(config, year=2026, week=31)
     assert [f.number for f in report.failed] == [103]
-    assert report.facts.prs == [101, 102, 104, 105, 106]
+    assert report.facts.prs == [101, 102, 103, 104, 105, 106]  # merged that week all the same
+    assert [d.number for d in report.digests] == [101, 102, 104, 105, 106]
     text = render.weekly_markdown(report)
     assert "## 未能生成导读的 PR" in text and "- #103：" in text
 

@@ -85,3 +85,12 @@ def test_empty_week_report_is_short():
     text = render.weekly_markdown(empty)
     assert "本周没有合入任何 PR" in text
     assert "## 本周亮点" not in text
+
+
+def test_markdown_from_pr_text_stays_text():
+    hostile = "[click](https://evil.example) ![](https://t.example/p.png) **loud**\n# head\n- item"
+    out = render.md(hostile)
+    assert "\\[click\\](https://evil.example)" in out and "!\\[\\]" in out
+    assert "\\*\\*loud\\*\\*" in out
+    assert "\n\\# head\n\\- item" in out
+    assert render.md("#102 and a-b") == "#102 and a-b"  # no heading there: left alone
