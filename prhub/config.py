@@ -137,6 +137,11 @@ class Settings(BaseModel):
         return hashlib.sha256(data.encode()).hexdigest()[:12]
 
 
+def shown_url(url: str | None) -> str:
+    """A URL fit for messages and logs: any user:password part removed."""
+    return re.sub(r"(://)[^/@\s]+@", r"\1", url or "")
+
+
 def price(settings: Settings) -> tuple[float, float] | None:
     """USD per million input and output tokens of the model in use, if known."""
     return {**PRICES, **settings.prices}.get(settings.model)
@@ -241,6 +246,8 @@ def describe(settings: Settings) -> list[tuple[str, str]]:
         value = getattr(settings, name)
         if name in SECRETS:
             shown = "(not set)" if value is None else _mask(value.get_secret_value())
+        elif name.endswith("_url"):
+            shown = json.dumps(shown_url(value) if value else value)
         else:
             shown = json.dumps(value, default=str, ensure_ascii=False)
         rows.append((name, shown))

@@ -15,7 +15,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 from prhub import retry
-from prhub.config import Settings
+from prhub.config import Settings, shown_url
 from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.model import Usage
 from prhub.prepare.tokens import count
@@ -282,7 +282,7 @@ class LLM:
         )
 
     def _where(self) -> str:
-        return str(self.settings.openai_base_url or "https://api.openai.com/v1")
+        return shown_url(self.settings.openai_base_url) or "https://api.openai.com/v1"
 
     def _translate(self, exc: openai.APIStatusError, messages: list[dict[str, str]]) -> Exception:
         detail = _error_message(exc)

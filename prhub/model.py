@@ -84,6 +84,7 @@ class Coverage(BaseModel):
     excluded: list[str] = []
     lines_seen: int = 0
     lines_total: int = 0
+    unlisted: int = 0  # files GitHub counted but did not list (it lists at most 3,000)
 
     @property
     def share_seen(self) -> float:

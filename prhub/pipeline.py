@@ -370,7 +370,9 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             prompt=prompt.id if len(prepared.chunks) == 1 else f"{prompt.id}+{notes_prompt.id}",
             model=settings.model,
             usage=usage,
-            coverage=prepared.coverage,
+            coverage=prepared.coverage.model_copy(
+                update={"unlisted": max(0, pr.changed_files - len(pr.files))}
+            ),
             redactions=dict(Counter(pr.redactions) + Counter(prepared.redactions)),
             dropped_citations=dropped,
             cache_key=digest_key(pr, settings),

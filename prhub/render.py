@@ -51,6 +51,7 @@ def coverage_line(d: PRDigest) -> str:
     return (
         f"模型看到：全文 {len(cov.full)}、节选 {len(cov.excerpt)}、仅列名 {len(cov.listed)}、"
         f"排除 {len(cov.excluded)} 个文件（{seen}）"
+        + (f"，GitHub 未列出 {cov.unlisted} 个" if cov.unlisted else "")
     )
 
 

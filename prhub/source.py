@@ -14,7 +14,7 @@ from github import Auth, Github, GithubException, RateLimitExceededException
 from github.PullRequest import PullRequest as GithubPullRequest
 
 from prhub import retry
-from prhub.config import Settings
+from prhub.config import Settings, shown_url
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -201,7 +201,8 @@ class GitHubSource:
             raise self._translate(exc, repo, number) from None
         except requests.exceptions.SSLError:
             raise GitHubUnavailable(
-                f"TLS failure talking to {self.settings.github_url}: check the URL and certificates"
+                f"TLS failure talking to {shown_url(self.settings.github_url)}: "
+                "check the URL and certificates"
             ) from None
         except (
             requests.exceptions.InvalidURL,
@@ -209,11 +210,13 @@ class GitHubSource:
             requests.exceptions.InvalidSchema,
         ):
             raise ConfigError(
-                f"bad GitHub API URL {self.settings.github_url!r}: use e.g. https://api.github.com"
+                f"bad GitHub API URL {shown_url(self.settings.github_url)!r}: "
+                "use e.g. https://api.github.com"
             ) from None
         except requests.exceptions.RequestException as exc:
             raise GitHubUnavailable(
-                f"cannot reach GitHub at {self.settings.github_url} ({type(exc).__name__}): "
+                f"cannot reach GitHub at {shown_url(self.settings.github_url)} "
+                f"({type(exc).__name__}): "
                 "check the network or --github-url, then rerun"
             ) from None
 

@@ -486,9 +486,7 @@ def test_breaking_title(title: str, reason: str) -> None:
 
 def test_yaml_key_removed() -> None:
     patch = "@@ -1,5 +1,4 @@\n actor:\n   lr: 1e-3\n-  clip_ratio: 0.2\n   epochs: 2\n"
-    assert breaks(fc("conf/ppo.yaml", patch)) == [
-        "配置项删除：actor.clip_ratio（conf/ppo.yaml）"
-    ]
+    assert breaks(fc("conf/ppo.yaml", patch)) == ["配置项删除：actor.clip_ratio（conf/ppo.yaml）"]
 
 
 def test_yaml_key_renamed() -> None:
@@ -589,9 +587,7 @@ def test_breaking_lists_reasons_per_pr() -> None:
             number=1,
             reasons=["配置项删除：a.b（c.yaml）", "配置项删除：a.b（d.yaml）"],
         ),
-        BreakingChange(
-            number=2, reasons=["标题标注 [BREAKING]", "配置项删除：a.b（c.yaml）"]
-        ),
+        BreakingChange(number=2, reasons=["标题标注 [BREAKING]", "配置项删除：a.b（c.yaml）"]),
     ]
 
 

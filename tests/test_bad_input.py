@@ -92,7 +92,8 @@ def test_a_pr_with_3000_files_fits_and_leaves_a_trace_of_each(data, llm, tmp_pat
         }
         for i in range(3000)
     ]
-    add_pr(data, 203, files, additions=9000, deletions=3000)
+    # GitHub lists at most 3,000 files; the rest are counted, and the digest says so.
+    add_pr(data, 203, files, additions=9000, deletions=3000, changed_files=3100)
     with GitHubStandIn(data, token=GITHUB_TOKEN) as github:
         result = run(github, llm, tmp_path, "--pr", "203", "--format", "json")
         file_pages = [r for r in github.requests if r["path"].endswith("/203/files")]
@@ -100,6 +101,7 @@ def test_a_pr_with_3000_files_fits_and_leaves_a_trace_of_each(data, llm, tmp_pat
     assert len(file_pages) == 30  # every page of 100 was read
     cov = json.loads(result.stdout)["meta"]["coverage"]
     assert sum(len(cov[v]) for v in ("full", "excerpt", "listed", "excluded")) == 3000
+    assert cov["unlisted"] == 100
     assert 1 < len(llm.bodies) <= 5  # map-reduce within --max-calls, then the digest
 
 

@@ -357,3 +357,17 @@ def test_a_malformed_config_file_is_one_line(env, tmp_path, text, says):
     assert result.exit_code == 3, result.output
     [line] = result.stderr.splitlines()
     assert line.startswith("prhub: error:") and says in line
+
+
+def test_credentials_in_a_base_url_stay_out_of_messages(env):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://proxyuser:s3cretpass@127.0.0.1:{port}/v1"
+    result = prhub({**env, "OPENAI_BASE_URL": url}, "summarize", "--pr", "101")
+    assert result.exit_code == 9
+    assert "s3cretpass" not in result.output and f"127.0.0.1:{port}" in result.stderr
+    shown = prhub({**env, "OPENAI_BASE_URL": url}, "config").stdout
+    assert "s3cretpass" not in shown

@@ -105,10 +105,12 @@ def prepare(
         )
         for e in entries
     ]
-    coverage = Coverage(
-        **{v: [f.path for f in views if f.view == v] for v in VIEWS},
-        lines_seen=sum(f.lines_seen for f in views),
-        lines_total=sum(e.changes for e in entries),
+    coverage = Coverage.model_validate(
+        {
+            **{v: [f.path for f in views if f.view == v] for v in VIEWS},
+            "lines_seen": sum(f.lines_seen for f in views),
+            "lines_total": sum(e.changes for e in entries),
+        }
     )
     return PreparedPR(
         repo=pr.repo,
