@@ -10,36 +10,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.standins import KEY, TOKEN, standin  # noqa: E402
 from prhub import pipeline  # noqa: E402
 from prhub.config import Settings  # noqa: E402
-
-TOKEN = "ghp_BENCHtoken000000000000000000000000000"
-KEY = "sk-BENCHkey000000000000000000000000"
-
-
-@contextmanager
-def standin(*args: str):
-    """A stand-in server in a child process; yields its URL."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.standins", *args], cwd=ROOT, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        yield child.stdout.readline().strip()  # type: ignore[union-attr]
-    finally:
-        child.terminate()
-        child.wait(timeout=10)
 
 
 def requests(log: Path) -> list[str]:
