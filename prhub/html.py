@@ -13,8 +13,8 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from markupsafe import Markup, escape
 
-from prhub.model import PRDigest, WeeklyFacts, WeeklyReport, tag_name
-from prhub.render import _period, coverage_line, local_time, weekly_title
+from prhub.model import PRDigest, WeeklyReport, tag_name
+from prhub.render import coverage_line, figures, local_time, period, weekly_title
 
 __all__ = ["digest_html", "weekly_html"]
 
@@ -127,22 +127,10 @@ def digest_html(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     )
 
 
-def _figures(f: WeeklyFacts) -> str:
-    """render._figures as plain text; the template escapes it."""
-    name = f.repo.split("/")[-1]
-    text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
-    top = [f"{tag}（{n}）" for tag, n in list(f.tags.items())[:4]]
-    if top:
-        text += "，标签分布集中在 " + "、".join(top)
-    if f.mean_importance is not None:
-        text += f"，平均重要性 {f.mean_importance:.2f}"
-    return text + "。"
-
-
 def weekly_html(r: WeeklyReport) -> str:
     """The weekly report as a standalone HTML page, with a tag filter over the PR table."""
     f, n = r.facts, r.narrative
-    first, last = _period(r)
+    first, last = period(r)
     by_number = {d.number: d for d in r.digests}
     notes = {k.number: k for k in n.key_prs} if n else {}
     key_rows = []
@@ -182,7 +170,7 @@ def weekly_html(r: WeeklyReport) -> str:
         first=first,
         last=last,
         generated=local_time(r.meta.generated_at, f.tz),
-        figures=_figures(f),
+        figures=figures(f),  # plain text: the template escapes it
         share=f"{f.top_author_share:.0%}",
         key_rows=key_rows,
         all_rows=all_rows,

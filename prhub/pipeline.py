@@ -438,8 +438,7 @@ def _context(prepared: PreparedPR) -> dict[str, Any]:
 
 
 def _tokens(prompt: Prompt, settings: Settings, stub: PreparedPR, **variables: Any) -> int:
-    messages = prompt.messages(**_context(stub), **variables)
-    return count("\n".join(m["content"] for m in messages), settings.encoding)
+    return message_tokens(prompt.messages(**_context(stub), **variables), settings.encoding)
 
 
 def _trim_notes(note: ChunkNotes, settings: Settings) -> ChunkNotes:
@@ -834,13 +833,10 @@ def _draft_text(n: WeeklyNarrative) -> str:
     )
 
 
-_CITATION = re.compile(r"#(\d+)")
-
-
 _COUNTED = re.compile(r"(\d+)(\s*个\s*(?:PR|pr|合并请求))")
 
 
-def _figures(facts: WeeklyFacts) -> set[int]:
+def _fact_counts(facts: WeeklyFacts) -> set[int]:
     """Every PR count the week's facts hold: the only ones a narrative may state."""
     sizes = [len(facts.key_prs), len(facts.untested), len(facts.reverts), len(facts.breaking)]
     return {
@@ -857,7 +853,7 @@ def _ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrat
 
     Returns the narrative and how many citations and figures went.
     """
-    week, figures = set(facts.prs), _figures(facts)
+    week, figures = set(facts.prs), _fact_counts(facts)
     dropped = 0
 
     def clean(text: str) -> str:
@@ -877,7 +873,7 @@ def _ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrat
             dropped += 1
             return "多" + match.group(2).lstrip()  # a count no fact backs: say "several"
 
-        text = _COUNTED.sub(counted, _CITATION.sub(keep, text))
+        text = _COUNTED.sub(counted, _NUMBER.sub(keep, text))
         return re.sub(r"[（(]\s*[）)]", "", text).strip()
 
     def numbers(values: list[int]) -> list[int]:

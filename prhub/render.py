@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -100,7 +101,8 @@ def digest_json(d: PRDigest) -> str:
     return d.model_dump_json(indent=2) + "\n"
 
 
-def _period(r: WeeklyReport) -> tuple[str, str]:
+def period(r: WeeklyReport) -> tuple[str, str]:
+    """First and last day of the report's window, in its timezone."""
     tz = ZoneInfo(r.facts.tz)
     first = r.facts.start.astimezone(tz)
     last = (r.facts.end - timedelta(seconds=1)).astimezone(tz)
@@ -109,18 +111,18 @@ def _period(r: WeeklyReport) -> tuple[str, str]:
 
 def weekly_title(r: WeeklyReport) -> str:
     f = r.facts
-    first, last = _period(r)
+    first, last = period(r)
     name = f.repo.split("/")[-1]
     if f.week is None:
         return f"{name} 仓库周报｜{first} 至 {last}"
     return f"{name} 仓库周报｜{f.year} 年第 {f.week} 周（{first[5:]} 至 {last[5:]}）"
 
 
-def _figures(f: WeeklyFacts) -> str:
+def figures(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
     """The executive summary's figures, computed, never written by the model."""
     name = f.repo.split("/")[-1]
     text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
-    top = [f"{md(tag)}（{n}）" for tag, n in list(f.tags.items())[:4]]
+    top = [f"{escape(tag)}（{n}）" for tag, n in list(f.tags.items())[:4]]
     if top:
         text += "，标签分布集中在 " + "、".join(top)
     if f.mean_importance is not None:
@@ -131,7 +133,7 @@ def _figures(f: WeeklyFacts) -> str:
 def weekly_markdown(r: WeeklyReport) -> str:
     """The weekly report: highlights and risks first, then the full report with its tables."""
     f, n = r.facts, r.narrative
-    first, last = _period(r)
+    first, last = period(r)
     generated = local_time(r.meta.generated_at, f.tz)
     lines = [
         f"# {weekly_title(r)}",
@@ -144,11 +146,11 @@ def weekly_markdown(r: WeeklyReport) -> str:
         lines += ["本周没有合入任何 PR。", ""]
         return "\n".join(lines)
     if n is None:
-        lines += [_figures(f), ""]
+        lines += [figures(f, md), ""]
     else:
         lines += ["## 本周亮点", "", *[f"- {md(x)}" for x in n.highlights], ""]
         lines += ["## 风险观察", "", *[f"- {md(x)}" for x in n.risks], ""]
-        lines += ["## 完整周报", "", "### 1. 执行摘要", "", f"{_figures(f)}{md(n.summary)}", ""]
+        lines += ["## 完整周报", "", "### 1. 执行摘要", "", f"{figures(f, md)}{md(n.summary)}", ""]
         lines += ["### 2. 本周重点变化", "", *[f"- {md(x)}" for x in n.key_changes], ""]
         lines += [
             "### 3. 模块与主题趋势",
