@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from prhub.config import Settings
+from prhub.digest import budgets, plan
 from prhub.llm import message_tokens
 from prhub.model import PreparedPR, PullRequest
-from prhub.pipeline import budgets, plan
 from prhub.prepare import prepare
 from prhub.prepare.tokens import get_encoding
 from prhub.source import pull_request_from_payload

@@ -6,9 +6,10 @@ import posixpath
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from prhub import paths
 from prhub.errors import ConfigError
 from prhub.model import (
     KIND_TAGS,
@@ -23,28 +24,23 @@ from prhub.model import (
     parse_title,
     tag_name,
 )
+from prhub.prepare.diff import parse_hunks
 
-__all__ = ["last_complete_week", "week_window", "weekly_facts"]
+__all__ = ["last_complete_week", "week_window", "weekly_facts", "window"]
 
 HOT_LIMIT = 10
 FIRST_TIMERS = frozenset({"FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER"})
 KINDS = frozenset(KIND_TAGS.values())
 KEY_IMPORTANCE = 5.0  # a PR at or above this is a key PR of its week
-CODE_EXTS = frozenset(
-    ".py .pyx .c .h .cc .cpp .cxx .hpp .cu .cuh .rs .go .js .jsx .ts .tsx .java .kt .scala .rb"
-    " .sh".split()
-)
-CONFIG_EXTS = frozenset({".yaml", ".yml", ".toml", ".json", ".ini", ".cfg"})
-TEST_DIRS = frozenset({"test", "tests", "__tests__"})
-TEST_NAME = re.compile(
-    r"(test_.*\.py|.*_test\.(py|go|cc|cpp|rs)|.*\.(test|spec)\.[jt]sx?|conftest\.py)$"
-)
+# Config formats whose keys are read for removed or renamed settings.
+KEY_EXTS = frozenset({".yaml", ".yml", ".toml", ".json", ".ini", ".cfg"})
+# Files whose changes tell a reader nothing, so they are never hot.
+UNREAD = frozenset({"lock", "vendored", "generated"})
 
 REVERT_TITLE = re.compile(r"""\s*revert\s*(["'])""", re.I)
 REVERT_COMMIT = re.compile(r"^\s*This reverts commit\b(?:\s+([0-9a-f]{7,40})\b)?", re.I | re.M)
 REVERTS_PR = re.compile(r"\breverts?\s+([\w.-]+/[\w.-]+)?#(\d+)\b", re.I)
 
-HUNK = re.compile(r"^@@[^\n]*(?:\n|$)", re.M)
 # YAML / JSON keys; for YAML list items ("- name: x") the key's column is its indentation.
 COLON_KEY = re.compile(
     r"""^(\s*(?:-\s+)?)(?:"([^"]+)"\s*:|'([^']+)'\s*:|([A-Za-z_][\w.-]*)\s*:(?:\s|$))"""
@@ -91,6 +87,52 @@ def last_complete_week(now: datetime, tz: str) -> tuple[int, int]:
     return iso.year, iso.week
 
 
+def window(
+    tz: str,
+    *,
+    year: int | None = None,
+    week: int | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    now: datetime | None = None,
+) -> tuple[datetime, datetime, int, int | None]:
+    """The [start, end) window a weekly run covers, with its year and ISO week (None for dates)."""
+    zone = _zone(tz)
+    now = now or datetime.now(UTC)
+    if since or until:
+        if week is not None:
+            raise ConfigError("give either --week or --since/--until, not both")
+        start = _moment(since, zone, "--since") if since else None
+        end = _moment(until, zone, "--until", end_of_day=True) if until else now
+        if start is None:
+            raise ConfigError("--until needs --since too")
+        if end <= start:
+            raise ConfigError(f"--until ({until}) must come after --since ({since})")
+        return start, end, start.astimezone(zone).year, None
+    if week is None:
+        if year is not None:
+            raise ConfigError("--year needs --week (without both: the last complete week)")
+        year, week = last_complete_week(now, tz)
+    if year is None:
+        year = now.astimezone(zone).isocalendar().year  # the ISO year: 2027-01-02 is in 2026-W53
+    start, end = week_window(year, week, tz)
+    if start > now:
+        raise ConfigError(f"week {week} of {year} has not started yet ({tz})")
+    return start, end, year, week
+
+
+def _moment(text: str, zone: ZoneInfo, flag: str, end_of_day: bool = False) -> datetime:
+    """A date (whole day, local) or an ISO datetime (naive means local) from a flag."""
+    try:
+        if len(text) == 10:
+            day = datetime.fromisoformat(text).replace(tzinfo=zone)
+            return day + timedelta(days=1) if end_of_day else day
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not a date: use YYYY-MM-DD or an ISO time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=zone)
+
+
 def weekly_facts(
     prs: list[PullRequest],
     digests: dict[int, PRDigest],
@@ -123,6 +165,8 @@ def weekly_facts(
         labels = {tag_name(label, aliases) for label in pr.labels if label.strip()}
         tags.update(set(mods) | labels | ({kind} if kind else set()))
         for change in pr.files:
+            if paths.kind(change.path) in UNREAD:
+                continue
             files[change.path].add(pr.number)
             parent = posixpath.dirname(change.path)
             if parent:  # files at the root have no directory worth naming
@@ -186,22 +230,11 @@ def _ranked(authors: dict[str, list[int]]) -> list[AuthorCount]:
     return [AuthorCount(author=author, prs=sorted(numbers)) for author, numbers in ranked]
 
 
-def _is_test(path: str) -> bool:
-    """True for files under a test directory and for test-named files."""
-    *folders, name = path.split("/")
-    return bool(TEST_DIRS.intersection(folders)) or bool(TEST_NAME.match(name))
-
-
-def _is_code(path: str) -> bool:
-    """True for source files by extension."""
-    return posixpath.splitext(path)[1].lower() in CODE_EXTS
-
-
 def _untested(pr: PullRequest) -> bool:
-    if any(_is_test(f.path) for f in pr.files):
+    if any(paths.is_test(f.path) for f in pr.files):
         return False
     # A deleted source file leaves nothing to test.
-    return any(f.status != "removed" and _is_code(f.path) for f in pr.files)
+    return any(f.status != "removed" and paths.is_code(f.path) for f in pr.files)
 
 
 def _revert(pr: PullRequest, by_number: dict[int, PullRequest], repo: str) -> Revert | None:
@@ -257,34 +290,25 @@ def _breaking_reasons(pr: PullRequest) -> list[str]:
 
 def _hunks(patch: str | None) -> list[list[tuple[str, str]]]:
     """The (sign, text) lines of each hunk of a unified diff, comment and blank lines left out."""
-    hunks = []
-    for hunk in HUNK.split(patch or "")[1:]:
-        lines = []
-        for line in hunk.splitlines():
-            sign, text = line[:1], line[1:]
-            # Comments explain; they are not an interface.
-            if (
-                sign in ("-", "+", " ")
-                and text.strip()
-                and not text.lstrip().startswith(("#", ";", "//"))
-            ):
-                lines.append((sign, text))
-        hunks.append(lines)
-    return hunks
+    return [
+        [(line[:1], line[1:]) for line in hunk.lines if _counts(line)]
+        for hunk in parse_hunks(patch)
+        if hunk.header
+    ]
+
+
+def _counts(line: str) -> bool:
+    sign, text = line[:1], line[1:]
+    # Comments explain; they are not an interface.
+    return (
+        sign in ("-", "+", " ")
+        and bool(text.strip())
+        and not text.lstrip().startswith(("#", ";", "//"))
+    )
 
 
 def _lines(patch: str | None) -> Iterable[tuple[str, str]]:
     return (line for hunk in _hunks(patch) for line in hunk)
-
-
-def _tooling(path: str) -> bool:
-    # CI workflows, dotfiles, lock files and test fixtures are not configuration users write.
-    parts = path.split("/")
-    return (
-        any(part.startswith(".") for part in parts)
-        or parts[-1].endswith("lock.json")
-        or _is_test(path)
-    )
 
 
 def _config_keys(change: FileChange) -> list[list[tuple[str, int, str, str]]]:
@@ -324,7 +348,11 @@ def _config_keys(change: FileChange) -> list[list[tuple[str, int, str, str]]]:
 
 def _config_reasons(change: FileChange) -> list[str]:
     ext = posixpath.splitext(change.path)[1].lower()
-    if ext not in CONFIG_EXTS or change.status in ("added", "removed") or _tooling(change.path):
+    if (
+        ext not in KEY_EXTS
+        or change.status in ("added", "removed")
+        or paths.is_tooling(change.path)
+    ):
         return []
     hunks = _config_keys(change)
     removed = {key for hunk in hunks for sign, _, key, _ in hunk if sign == "-"}
@@ -350,7 +378,7 @@ def _config_reasons(change: FileChange) -> list[str]:
 
 
 def _flag_reasons(change: FileChange, added: list[str]) -> list[str]:
-    if not _is_code(change.path) or _is_test(change.path):
+    if not paths.is_code(change.path):
         return []
     reasons = []
     for hunk in _hunks(change.patch):

@@ -14,13 +14,23 @@ import jinja2
 from markupsafe import Markup, escape
 
 from prhub.model import PRDigest, WeeklyReport, tag_name
-from prhub.render import coverage_line, figures, local_time, period, weekly_title
+from prhub.render import (
+    CODE_SPAN,
+    digest_footer,
+    figures,
+    local_time,
+    one_line,
+    paragraphs,
+    period,
+    weekly_footer,
+    weekly_title,
+)
 
 __all__ = ["digest_html", "weekly_html"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 # A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
-_INLINE = re.compile(r"(`+)(.+?)\1|(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)", re.DOTALL)
+_INLINE = re.compile(rf"{CODE_SPAN.pattern}|(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
 _VERDICT_CLASS = {"精读": "v-deep", "快速浏览": "v-skim", "可跳过": "v-skip"}
 
 
@@ -53,8 +63,8 @@ def _sha256(text: str) -> str:
 
 
 def inline(text: str, pr_url: Callable[[int], str]) -> Markup:
-    """Untrusted text as HTML: escaped, `code` spans as <code>, #123 linked to its PR."""
-    text = text or ""
+    """Untrusted text as HTML on one line: escaped, `code` spans as <code>, #123 linked."""
+    text = one_line(text)
     out, last = [], 0
     for match in _INLINE.finditer(text):
         out.append(escape(text[last : match.start()]))
@@ -86,17 +96,14 @@ def _pr_urls(repo: str, digests: list[PRDigest]) -> Callable[[int], str]:
     return lambda number: known.get(number, f"{base}/pull/{number}")
 
 
-def _paragraphs(text: str) -> list[str]:
-    return [p for p in re.split(r"\n\s*\n", text or "") if p.strip()]
-
-
 def _page(name: str, pr_url: Callable[[int], str], **variables: object) -> str:
     template = _env().get_template(name)
     return template.render(
         **_assets(),
         pr_url=pr_url,
         inline=lambda text: inline(text, pr_url),
-        paragraphs=_paragraphs,
+        paragraphs=paragraphs,
+        line=one_line,
         verdict_class=lambda verdict: _VERDICT_CLASS.get(verdict, ""),
         **variables,
     )
@@ -104,26 +111,14 @@ def _page(name: str, pr_url: Callable[[int], str], **variables: object) -> str:
 
 def digest_html(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     """One digest as a standalone HTML page, with what digest_markdown shows."""
-    meta = d.meta
-    footer = [
-        meta.prompt,
-        meta.model,
-        f"{meta.usage.calls} 次调用",
-        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
-        coverage_line(d),
-    ]
-    if meta.redactions:
-        footer.append(f"脱敏 {sum(meta.redactions.values())} 处")
-    if meta.dropped_citations:
-        footer.append(f"删去无据引用 {meta.dropped_citations} 处")
     return _page(
         "digest.html",
         _pr_urls(d.repo, [d]),
-        title=f"#{d.number} {d.content.title} · {d.repo}",
+        title=f"#{d.number} {one_line(d.content.title)} · {d.repo}",
         d=d,
         c=d.content,
         merged=local_time(d.merged_at, tz),
-        footer=footer,
+        footer=digest_footer(d),
     )
 
 
@@ -150,16 +145,6 @@ def weekly_html(r: WeeklyReport) -> str:
         (d, " ".join(quote(t, safe="") for t in dict.fromkeys(map(tag_name, d.tags))))
         for d in r.digests
     ]
-    usage = r.meta.usage
-    footer = [
-        r.meta.prompt,
-        r.meta.model,
-        f"本次调用 {usage.calls} 次",
-        f"输入 {usage.tokens_in:,} / 输出 {usage.tokens_out:,} tokens",
-        f"复用导读 {r.meta.cached_digests} 篇",
-    ]
-    if r.meta.dropped_citations:
-        footer.append(f"删去无据引用 {r.meta.dropped_citations} 处")
     return _page(
         "weekly.html",
         _pr_urls(f.repo, r.digests),
@@ -174,5 +159,5 @@ def weekly_html(r: WeeklyReport) -> str:
         share=f"{f.top_author_share:.0%}",
         key_rows=key_rows,
         all_rows=all_rows,
-        footer=footer,
+        footer=weekly_footer(r),
     )

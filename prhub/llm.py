@@ -1,126 +1,49 @@
-"""The LLM stage: versioned prompts, one OpenAI-compatible client, validated structured output."""
+"""The LLM stage: one OpenAI-compatible client, endpoint capabilities, validated replies."""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import logging
 import re
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
+import threading
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
-import jinja2
 import openai
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from prhub import retry
 from prhub.config import Settings, shown_url
 from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.model import Usage
 from prhub.prepare.tokens import count
+from prhub.prompt import Prompt, load_prompt, message_tokens, tasks, untrusted, versions
+from prhub.reply import ReplyError, example_text, read, with_example
+
+__all__ = ["LLM", "MODES", "ContextTooLong", "schema_text"]
+__all__ += ["Prompt", "load_prompt", "message_tokens", "tasks", "untrusted", "versions"]
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("prhub")
 
-_FENCES = re.compile(r"<(/?)(pr_title|pr_body|diff|notes|file_index|digests|facts)>", re.IGNORECASE)
-
-
-def untrusted(text: str) -> str:
-    """PR text with our fence tags defused, so it cannot close the fence it sits in."""
-    return _FENCES.sub(r"<\1\2​>", text or "")
-
-
-def default_prompt_dir() -> Path:
-    """Prompts shipped in the wheel, else the source tree's prompts/ folder."""
-    packaged = Path(__file__).parent / "prompts"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[1] / "prompts"
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """One version of one task's system and user templates."""
-
-    task: str
-    version: str
-    system: jinja2.Template
-    user: jinja2.Template
-    source: str  # both templates' text: what a cache key must name, wherever they came from
-    folder: Path
-
-    @property
-    def id(self) -> str:
-        return f"{self.task}@{self.version}"
-
-    @property
-    def fingerprint(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()[:12]
-
-    def messages(self, **variables: Any) -> list[dict[str, str]]:
-        try:
-            return [
-                {"role": "system", "content": self.system.render(**variables).strip()},
-                {"role": "user", "content": self.user.render(**variables).strip()},
-            ]
-        except jinja2.TemplateError as exc:  # a user's own version naming what we do not pass
-            raise ConfigError(
-                f"prompt {self.id} in {self.folder} failed to render: {exc}"
-            ) from None
+# How the reply's shape is asked for. json_schema: the endpoint enforces the schema.
+# json_object_schema: JSON mode plus the schema in llama-cpp-python's own `schema` key, which it
+# enforces with a grammar (OpenAI refuses that key, so it is sent only where it is known).
+# json_object: JSON mode; the prompt carries an example of the reply.
+MODES = ("json_schema", "json_object_schema", "json_object")
+# Where a mode goes when the endpoint refuses it.
+_FALLBACK = {"json_schema": "json_object", "json_object_schema": "json_object"}
+# llama-cpp-python's server refuses json_schema with this and accepts json_object with `schema`.
+_LLAMA_CPP_PYTHON = re.compile(r"Input should be 'text' or 'json_object'")
+_NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 
 
-def _folders(task: str, prompt_dir: Path | None) -> list[Path]:
-    """Where a task's templates are looked for: the user's folder first, then the shipped one."""
-    return [*([prompt_dir / task] if prompt_dir else []), default_prompt_dir() / task]
-
-
-def versions(task: str, prompt_dir: Path | None = None) -> list[str]:
-    """The versions of `task` found in the prompt folders, oldest first."""
-    found = {
-        p.name.split(".")[0] for f in _folders(task, prompt_dir) for p in f.glob("v*.system.j2")
-    }
-    return sorted(found, key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
-
-
-def tasks(prompt_dir: Path | None = None) -> list[str]:
-    """Every task with at least one prompt version."""
-    roots = [*([prompt_dir] if prompt_dir else []), default_prompt_dir()]
-    return sorted({p.parent.name for root in roots for p in root.glob("*/v*.system.j2")})
-
-
-@cache
-def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None = None) -> Prompt:
-    """The given version of a task's prompt, or its latest; compiled once a process."""
-    known = versions(task, prompt_dir)
-    version = version or (known[-1] if known else None)
-    if version not in known:
-        where = ", ".join(str(f) for f in _folders(task, prompt_dir))
-        raise ConfigError(f"no prompt {task}@{version} in {where}")
-    folder = next(f for f in _folders(task, prompt_dir) if (f / f"{version}.system.j2").is_file())
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(folder),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters["untrusted"] = untrusted
-    names = (f"{version}.system.j2", f"{version}.user.j2")
-    try:
-        source = "".join((folder / name).read_text(encoding="utf-8") for name in names)
-        system, user = (env.get_template(name) for name in names)
-    except (OSError, jinja2.TemplateError) as exc:
-        raise ConfigError(f"prompt {task}@{version} in {folder} is unusable: {exc}") from None
-    return Prompt(task, version, system, user, source, folder)
-
-
-def message_tokens(messages: list[dict[str, str]], encoding: str) -> int:
-    """Prompt tokens of a chat request, as the budget counts them."""
-    return count("\n".join(m["content"] for m in messages), encoding)
-
-
-def schema_text(settings: Settings, schema: type[BaseModel]) -> str | None:
-    """The JSON Schema to spell out in the prompt, for endpoints without json_schema mode."""
-    if settings.response_mode == "json_schema":
+def schema_text(mode: Settings | str, schema: type[BaseModel]) -> str | None:
+    """The prompt's `schema` variable: an example reply in JSON modes, None where the endpoint
+    enforces the schema. `mode` is a mode name or the settings whose response_mode applies."""
+    name = mode.response_mode if isinstance(mode, Settings) else mode
+    if name == "json_schema":
         return None
-    return json.dumps(schema.model_json_schema(), ensure_ascii=False, indent=1)
+    return example_text(schema)
 
 
 class ContextTooLong(LLMRequestError):
@@ -164,14 +87,22 @@ _CUT_OFF = (
 
 
 class LLM:
-    """Asks an OpenAI-compatible endpoint for replies that validate against a pydantic model."""
+    """Asks an OpenAI-compatible endpoint for replies that validate against a pydantic model.
+
+    `mode` is how the reply's shape is asked for (see MODES): give the one learned in an earlier
+    run, else settings.response_mode is tried. An endpoint that refuses it moves this object to
+    a JSON mode for the rest of the run; read `mode` at the end to remember it.
+    """
 
     def __init__(
         self,
         settings: Settings,
         client: openai.OpenAI | None = None,
         counter: retry.RetryCounter | None = None,
+        mode: str | None = None,
     ) -> None:
+        if mode is not None and mode not in MODES:
+            raise ConfigError(f"unknown response mode {mode!r}: choose one of {', '.join(MODES)}")
         if client is None:
             if not settings.openai_api_key:
                 raise ConfigError(
@@ -186,6 +117,21 @@ class LLM:
         self.settings = settings
         self.client = client
         self.counter = counter
+        self._mode: str = mode or settings.response_mode
+        # A remembered mode is trusted; a tried one is probed by one call at a time, so that
+        # many threads starting at once cost at most one refused request.
+        self._known = mode is not None
+        self._probe = threading.Lock()
+        self._lock = threading.Lock()
+
+    @property
+    def mode(self) -> str:
+        """How the reply's shape is asked for now; changes at most twice a run."""
+        return self._mode
+
+    def schema_text(self, schema: type[BaseModel]) -> str | None:
+        """The prompt's `schema` variable for the mode in use."""
+        return schema_text(self._mode, schema)
 
     def close(self) -> None:
         self.client.close()
@@ -201,8 +147,9 @@ class LLM:
         reply, call_usage, cut = self._ask(messages, schema)
         usage += call_usage
         try:
-            return _parse(reply, schema), usage
-        except ValueError as problem:
+            return read(reply, schema), usage
+        except ReplyError as problem:
+            self._log_rejected(reply, problem)
             if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one
                 correction = _CUT_OFF.format(limit=self.settings.output_tokens)
             else:
@@ -218,8 +165,9 @@ class LLM:
             reply, call_usage, cut = self._ask(retry_messages, schema)
             usage += call_usage
             try:
-                return _parse(reply, schema), usage
-            except ValueError as again:
+                return read(reply, schema), usage
+            except ReplyError as again:
+                self._log_rejected(reply, again)
                 if cut:
                     raise LLMInvalidReply(
                         "the model's reply was cut off at the output limit "
@@ -227,26 +175,68 @@ class LLM:
                         "PRHUB_OUTPUT_TOKENS or use a model that writes less"
                     ) from None
                 first = str(again).splitlines()[0]
+                other = " or --response-mode json_object" if self._mode == "json_schema" else ""
                 raise LLMInvalidReply(
-                    f"the model's reply failed validation twice ({first}); try another model "
-                    "or --response-mode json_object"
+                    f"the model's reply failed validation twice ({first}); try another "
+                    f"model{other}; --verbose logs the replies"
                 ) from None
+
+    def _log_rejected(self, reply: str, problem: ReplyError) -> None:
+        log.info(
+            "reply of %s rejected: %s\n--- reply, first 2000 characters ---\n%s",
+            self.settings.model,
+            problem.detail,
+            reply[:2000],
+        )
 
     def _ask(
         self, messages: list[dict[str, str]], schema: type[BaseModel]
     ) -> tuple[str, Usage, bool]:
         """The reply's text, its usage, and whether it was cut off at the output limit."""
-        if self.settings.response_mode == "json_schema":
-            response_format: Any = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": schema.__name__,
-                    "schema": schema.model_json_schema(),
-                    "strict": True,
-                },
-            }
-        else:
-            response_format = {"type": "json_object"}
+        response, sent = self._request(messages, schema)
+        choice = response.choices[0]
+        # Only the answer: reasoning servers put their thinking in a reasoning_content field.
+        content = choice.message.content or ""
+        usage = response.usage
+        encoding = self.settings.encoding
+        return (
+            content,
+            Usage(
+                calls=1,
+                tokens_in=usage.prompt_tokens if usage else message_tokens(sent, encoding),
+                tokens_out=usage.completion_tokens if usage else count(content, encoding),
+            ),
+            choice.finish_reason == "length",
+        )
+
+    def _request(
+        self, messages: list[dict[str, str]], schema: type[BaseModel]
+    ) -> tuple[Any, list[dict[str, str]]]:
+        """The endpoint's response and the messages sent, in the first mode it accepts."""
+        while True:
+            probing = not self._known and self._mode in _FALLBACK
+            with self._probe if probing else nullcontext():
+                if probing and self._known:
+                    continue  # learned while this call waited
+                mode = self._mode
+                sent = messages if mode == "json_schema" else with_example(messages, schema)
+                try:
+                    response = self._send(sent, schema, mode)
+                except openai.APIStatusError as exc:
+                    if self._fall_back(mode, exc):
+                        continue
+                    raise self._translate(exc, messages) from None
+                self._known = True
+                return response, sent
+
+    def _send(self, messages: list[dict[str, str]], schema: type[BaseModel], mode: str) -> Any:
+        wire = schema.model_json_schema()
+        response_format: Any = {"type": "json_object"}
+        if mode == "json_schema":
+            spec = {"name": schema.__name__, "schema": wire, "strict": True}
+            response_format = {"type": "json_schema", "json_schema": spec}
+        elif mode == "json_object_schema":
+            response_format["schema"] = wire
 
         def send() -> Any:
             return self.client.chat.completions.create(
@@ -258,28 +248,43 @@ class LLM:
             )
 
         try:
-            response = retry.call(
+            return retry.call(
                 send, self.settings, _retry_hint, what="LLM call", counter=self.counter
             )
-        except openai.APIStatusError as exc:
-            raise self._translate(exc, messages) from None
-        except openai.APIConnectionError as exc:
-            kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "is unreachable"
+        except openai.APITimeoutError:
             raise LLMUnavailable(
-                f"the LLM endpoint {self._where()} {kind}: check OPENAI_BASE_URL and rerun"
+                f"the LLM endpoint {self._where()} did not answer within "
+                f"{self.settings.timeout:g} s: raise PRHUB_TIMEOUT (local models may need "
+                "minutes per prompt) or check the server"
             ) from None
-        choice = response.choices[0]
-        content = choice.message.content or ""
-        usage = response.usage
-        return (
-            content,
-            Usage(
-                calls=1,
-                tokens_in=usage.prompt_tokens if usage else message_tokens(messages, "o200k_base"),
-                tokens_out=usage.completion_tokens if usage else count(content),
-            ),
-            choice.finish_reason == "length",
+        except openai.APIConnectionError:
+            raise LLMUnavailable(
+                f"the LLM endpoint {self._where()} is unreachable: check OPENAI_BASE_URL and rerun"
+            ) from None
+
+    def _fall_back(self, mode: str, exc: openai.APIStatusError) -> bool:
+        """Moves off a response_format the endpoint refused; False when it refused no such thing
+        or there is nothing left to try."""
+        if not _refuses_format(exc):
+            return False
+        with self._lock:
+            if self._mode != mode:
+                return True  # another call has moved on already: try its mode
+            if mode not in _FALLBACK:
+                return False
+            grammar = mode == "json_schema" and _LLAMA_CPP_PYTHON.search(_detail(exc))
+            self._mode = "json_object_schema" if grammar else _FALLBACK[mode]
+            self._known = False
+        log.warning(
+            "model %s at %s refused response_format %s (%s: %s); prhub switched to %s for this run",
+            self.settings.model,
+            self._where(),
+            mode,
+            exc.status_code,
+            _error_message(exc),
+            "json_object with the schema in its `schema` key" if grammar else "json_object",
         )
+        return True
 
     def _where(self) -> str:
         return shown_url(self.settings.openai_base_url) or "https://api.openai.com/v1"
@@ -304,6 +309,11 @@ class LLM:
             return LLMUnavailable(
                 f"the LLM endpoint kept refusing with 429 ({detail}): rerun later, or lower --jobs"
             )
+        if _refuses_format(exc):
+            return LLMRequestError(
+                f"model {self.settings.model!r} at {self._where()} refused response_format "
+                f"{self._mode} ({exc.status_code}: {detail}): use a server with JSON mode"
+            )
         if exc.status_code >= 500:
             return LLMUnavailable(
                 f"the LLM endpoint kept failing ({exc.status_code}: {detail}); rerun later"
@@ -320,36 +330,28 @@ class LLM:
                 used=used,
                 reserved=self.settings.output_tokens if reserved is None else reserved,
             )
-        if "response_format" in detail or "json_schema" in detail:
-            return LLMRequestError(
-                f"the endpoint refused structured output ({detail}): "
-                "try --response-mode json_object"
-            )
         return LLMRequestError(
             f"the LLM endpoint refused the request ({exc.status_code}: {detail})"
         )
 
 
-def _parse(reply: str, schema: type[M]) -> M:
-    text = reply.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.DOTALL)
-    if fenced:  # some servers wrap JSON in a fence even in JSON mode
-        text = fenced.group(1)
-    try:
-        return schema.model_validate_json(text)
-    except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-            for err in exc.errors()[:10]
-        ]
-        raise ValueError("\n".join(problems)) from None
+def _detail(exc: openai.APIStatusError) -> str:
+    """The whole error message the endpoint sent."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message or exc.message)
+
+
+def _refuses_format(exc: openai.APIStatusError) -> bool:
+    """Whether the endpoint refused the request's response_format: 400/422 from most servers,
+    500 from llama-cpp-python, each naming what it refused."""
+    refusal = exc.status_code in (400, 422) or exc.status_code >= 500
+    return refusal and bool(_NAMES_FORMAT.search(_detail(exc)))
 
 
 def _error_message(exc: openai.APIStatusError) -> str:
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error", body) if isinstance(body, dict) else {}
-    message = error.get("message") if isinstance(error, dict) else None
-    return str(message or exc.message)[:300]
+    return _detail(exc)[:300]
 
 
 def _error_code(exc: openai.APIStatusError) -> str:
@@ -372,6 +374,8 @@ def _retry_hint(exc: BaseException) -> float | None:
         return 0.0
     if isinstance(exc, openai.APIStatusError) and "insufficient_quota" in _error_code(exc):
         return None  # a 429 that waiting does not cure
+    if isinstance(exc, openai.APIStatusError) and _refuses_format(exc):
+        return None  # a refused response_format is refused again: the caller falls back
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408:
             headers = exc.response.headers

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from prhub.reply import REPLY, Listed, Number, Numbers, Texts, one_of
 
 
 class FileChange(BaseModel):
@@ -134,29 +136,31 @@ Verdict = Literal["精读", "快速浏览", "可跳过"]
 class DigestContent(BaseModel):
     """What the model writes about one PR (the structured-output schema)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REPLY
 
     title: str = Field(description="一行中文标题：改了什么、为什么重要，不超过 40 个汉字")
-    verdict: Verdict = Field(description="阅读建议：精读 / 快速浏览 / 可跳过")
-    minutes: int = Field(ge=1, le=120, description="读懂这个 PR 预计需要的分钟数")
+    verdict: Annotated[Verdict, one_of(Verdict)] = Field(
+        description="阅读建议：精读 / 快速浏览 / 可跳过"
+    )
+    minutes: Annotated[int, Number] = Field(ge=1, le=120, description="读懂这个 PR 需要的分钟数")
     advice: str = Field(description="阅读建议段落：值不值得读、读哪里、为什么")
-    design_decisions: list[str] = Field(description="值得细读的设计决策，每条点名具体文件或标识符")
-    risks: list[str] = Field(description="风险点，每条一句")
-    follow_ups: list[str] = Field(description="具体的后续动作")
-    importance: float = Field(ge=0, le=10, description="重要性 0–10")
+    design_decisions: Texts = Field([], description="值得细读的设计决策，每条点名具体文件或标识符")
+    risks: Texts = Field([], description="风险点，每条一句")
+    follow_ups: Texts = Field([], description="具体的后续动作")
+    importance: Annotated[float, Number] = Field(ge=0, le=10, description="重要性 0–10")
     importance_reason: str = Field(description="一句话说明重要性的理由")
-    related_prs: list[int] = Field(description="输入中提到的相关 PR 编号")
+    related_prs: Numbers = Field([], description="输入中提到的相关 PR 编号")
 
 
 class ChunkNotes(BaseModel):
     """What the model writes about one chunk of a PR too large for one call."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REPLY
 
     summary: str = Field(description="这一部分改了什么")
-    key_files: list[str] = Field(description="这一部分最重要的文件路径")
-    identifiers: list[str] = Field(description="值得点名的函数、类、配置项")
-    risks: list[str] = Field(description="这一部分的风险")
+    key_files: Texts = Field([], description="这一部分最重要的文件路径")
+    identifiers: Texts = Field([], description="值得点名的函数、类、配置项")
+    risks: Texts = Field([], description="这一部分的风险")
 
 
 class DigestMeta(BaseModel):
@@ -312,17 +316,17 @@ class WeeklyFacts(BaseModel):
 
 
 class Trend(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REPLY
 
     theme: str = Field(description="模块或主题名")
-    prs: list[int] = Field(description="代表 PR 编号，必须是本周的 PR")
+    prs: Numbers = Field([], description="代表 PR 编号，必须是本周的 PR")
     judgement: str = Field(description="一句趋势判断")
 
 
 class KeyPRNote(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = REPLY
 
-    number: int = Field(description="本周的 PR 编号")
+    number: Annotated[int, Number] = Field(description="本周的 PR 编号")
     topic: str = Field(description="几个字的标题或主题")
     note: str = Field(description="一句关键观察")
 
@@ -330,15 +334,15 @@ class KeyPRNote(BaseModel):
 class WeeklyNarrative(BaseModel):
     """What the model writes around the computed facts of a week."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = REPLY
 
     summary: str = Field(description="一段话的执行摘要，不重复给出的统计数字以外的数字")
-    highlights: list[str] = Field(description="3–6 条本周亮点，每条引用 PR 编号如 #123")
-    key_changes: list[str] = Field(description="本周重点变化，每条引用 PR 编号")
-    trends: list[Trend] = Field(description="模块与主题趋势")
-    risks: list[str] = Field(description="风险观察，每条引用 PR 编号")
-    key_prs: list[KeyPRNote] = Field(description="重点 PR 的关键观察")
-    follow_ups: list[str] = Field(description="可执行的后续建议")
+    highlights: Texts = Field([], description="3–6 条本周亮点，每条引用 PR 编号如 #123")
+    key_changes: Texts = Field([], description="本周重点变化，每条引用 PR 编号")
+    trends: Annotated[list[Trend], Listed] = Field([], description="模块与主题趋势")
+    risks: Texts = Field([], description="风险观察，每条引用 PR 编号")
+    key_prs: Annotated[list[KeyPRNote], Listed] = Field([], description="重点 PR 的关键观察")
+    follow_ups: Texts = Field([], description="可执行的后续建议")
 
 
 class FailedPR(BaseModel):

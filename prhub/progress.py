@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -18,6 +18,9 @@ from rich.progress import (
 
 from prhub.config import Settings, price
 from prhub.model import DryRun, Usage
+
+if TYPE_CHECKING:
+    from prhub.pipeline import RunStats
 
 STAGES = {"fetch": "fetching PRs", "summarize": "summarising"}
 
@@ -58,6 +61,12 @@ class Display:
             self.shown[stage] = done
             self.line(f"{name} {done}/{total}")
 
+    def __enter__(self) -> Display:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def line(self, text: str) -> None:
         if not self.quiet:
             print(f"prhub: {text}", file=self.stream, flush=True)
@@ -94,10 +103,10 @@ def summary(
     )
 
 
-def run_summary(stats: Any, seconds: float, settings: Settings) -> str:
-    """The closing line of a run from its pipeline.RunStats."""
+def run_summary(stats: RunStats, seconds: float, settings: Settings) -> str:
+    """The closing line of a run from its figures."""
     return summary(
-        stats.prs, stats.cached, stats.failed, stats.usage, stats.retries.count, seconds, settings
+        stats.prs, stats.cached, stats.failed, stats.usage, stats.retries, seconds, settings
     )
 
 

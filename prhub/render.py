@@ -3,36 +3,85 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from prhub.model import PRDigest, WeeklyFacts, WeeklyReport
+from prhub.model import PRDigest, WeeklyFacts, WeeklyReport, tag_name
 
-_CODE = re.compile(r"(`+)(.+?)\1")  # one line: a span never joins two paragraphs
+# A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+# Everything str.splitlines() breaks at; a paragraph separator also ends a paragraph.
+_BREAK = r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]"
+_INLINE_MARK = re.compile(
+    r"\\(?=[!-/:-@\[-`{-~]|$)"  # a backslash that would escape the next mark or break the line
+    r"|[`*~$\[]"  # code, emphasis, strikethrough, GitHub math, links and images
+    r"|_+"  # emphasis, unless inside a word
+    r"|<(?=\S)"  # HTML and autolinks
+    r"|&(?=#\d{1,7};|#[xX][0-9a-fA-F]{1,6};|[A-Za-z][A-Za-z0-9]{1,31};)"  # entities
+)
+# Marks that start a block only at the start of a line: headings, quotes, lists, rules.
+_BLOCK_START = re.compile(r"^(?:#{1,6}(?=\s|$)|>|[-+](?=\s|$)|-(?=-))")
+_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
+_HEADING_END = re.compile(r"(?:(?<=\s)|^)#+$")  # the closing #s of a heading would vanish
 
 
-def md(text: str, *, table: bool = False) -> str:
-    """Untrusted text made inert in Markdown: HTML escaped outside code spans, one line."""
+def one_line(text: str | None) -> str:
+    """Text on one line: each line or paragraph break, with the space around it, is one space."""
+    return re.sub(rf"\s*{_BREAK}\s*", " ", text or "").strip()
+
+
+def paragraphs(text: str | None) -> list[str]:
+    """Paragraphs, split at blank lines and paragraph separators, each on one line."""
+    text = re.sub(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028]", "\n", text or "").replace("\u2029", "\n\n")
+    return [p for p in map(one_line, re.split(r"\n\s*\n", text)) if p]
+
+
+def md(text: str | None, *, table: bool = False) -> str:
+    """Untrusted text as inert Markdown on one line: only its `code` spans stay markup."""
+    text = one_line(text)
     out, last = [], 0
-    text = " ".join((text or "").split()) if table else (text or "")
-    for match in _CODE.finditer(text):
-        out.append(_escape(text[last : match.start()], table))
-        code = match.group(0).replace("|", "\\|") if table else match.group(0)
-        out.append(code)
+    for match in CODE_SPAN.finditer(text):
+        out += [_escape(text[last : match.start()], last == 0, False), match.group(0)]
         last = match.end()
-    out.append(_escape(text[last:], table))
-    return "".join(out)
+    out.append(_escape(text[last:], last == 0, True))
+    escaped = "".join(out)
+    # GFM splits table rows at pipes before it reads code spans, so those are escaped too.
+    return escaped.replace("|", "\\|") if table else escaped
 
 
-def _escape(text: str, table: bool) -> str:
-    text = text.replace("\\", "\\\\")
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    # Links, images and emphasis from PR text or model output must stay text.
-    for mark in "`[]*":
-        text = text.replace(mark, "\\" + mark)
-    text = re.sub(r"(?m)^(\s*)(?=#{1,6}(\s|$)|[-+]\s)", r"\1\\", text)  # no own headings, lists
-    return text.replace("|", "\\|") if table else text
+def _escape(text: str, starts_line: bool, ends_text: bool) -> str:
+    def mark(match: re.Match[str]) -> str:
+        found = match.group(0)
+        if found[0] == "_" and _inside_word(text, match.start(), match.end()):
+            return found  # snake_case stays readable: CommonMark cannot open or close there
+        return "".join("\\" + c for c in found)
+
+    text = _INLINE_MARK.sub(mark, text)
+    if starts_line:
+        text = _ORDERED.sub(r"\1\\\2", _BLOCK_START.sub(r"\\\g<0>", text))
+    return _HEADING_END.sub(r"\\\g<0>", text) if ends_text else text
+
+
+def _inside_word(text: str, start: int, end: int) -> bool:
+    return 0 < start and end < len(text) and _wordlike(text[start - 1]) and _wordlike(text[end])
+
+
+def _wordlike(char: str) -> bool:
+    # CommonMark's flanking rules: neither whitespace nor Unicode punctuation (P*) or symbol (S*).
+    return not char.isspace() and unicodedata.category(char)[0] not in "PS"
+
+
+def code(text: str | None, *, table: bool = False) -> str:
+    """Text as one Markdown code span that shows it exactly, whatever backticks it holds."""
+    text = one_line(text)
+    if not text:
+        return ""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    return span.replace("|", "\\|") if table else span
 
 
 def pr_link(d: PRDigest) -> str:
@@ -46,14 +95,41 @@ def local_time(moment: datetime | None, tz: str) -> str:
     return moment.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M") if moment else "未合并"
 
 
-def coverage_line(d: PRDigest) -> str:
-    cov = d.meta.coverage
-    seen = f"变更行 {cov.share_seen:.0%}"
-    return (
+def digest_footer(d: PRDigest) -> str:
+    """The digest's provenance as plain text: prompt, model, usage and what the model saw."""
+    meta, cov = d.meta, d.meta.coverage
+    seen = (
         f"模型看到：全文 {len(cov.full)}、节选 {len(cov.excerpt)}、仅列名 {len(cov.listed)}、"
-        f"排除 {len(cov.excluded)} 个文件（{seen}）"
+        f"排除 {len(cov.excluded)} 个文件（变更行 {cov.share_seen:.0%}）"
         + (f"，GitHub 未列出 {cov.unlisted} 个" if cov.unlisted else "")
     )
+    parts = [
+        meta.prompt,
+        meta.model,
+        f"{meta.usage.calls} 次调用",
+        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
+        seen,
+    ]
+    if meta.redactions:
+        parts.append(f"脱敏 {sum(meta.redactions.values())} 处")
+    if meta.dropped_citations:
+        parts.append(f"删去无据引用 {meta.dropped_citations} 处")
+    return " · ".join(parts)
+
+
+def weekly_footer(r: WeeklyReport) -> str:
+    """The report's provenance as plain text: prompt, model, usage and digests reused."""
+    meta = r.meta
+    parts = [
+        meta.prompt,
+        meta.model,
+        f"本次调用 {meta.usage.calls} 次",
+        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
+        f"复用导读 {meta.cached_digests} 篇",
+    ]
+    if meta.dropped_citations:
+        parts.append(f"删去无据引用 {meta.dropped_citations} 处")
+    return " · ".join(parts)
 
 
 def digest_markdown(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
@@ -67,9 +143,9 @@ def digest_markdown(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
         "",
         f"**{c.verdict}**（约 {c.minutes} 分钟）· 重要性 **{c.importance:.1f}**/10："
         f"{md(c.importance_reason)}",
-        "",
-        md(c.advice),
     ]
+    for para in paragraphs(c.advice):
+        lines += ["", md(para)]
     for heading, items, numbered in (
         ("值得关注的设计决策", c.design_decisions, True),
         ("风险", c.risks, False),
@@ -78,22 +154,10 @@ def digest_markdown(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
         if items:
             lines += ["", f"**{heading}**", ""]
             lines += [f"{i}. {md(x)}" if numbered else f"- {md(x)}" for i, x in enumerate(items, 1)]
-    tags = " ".join(f"`{t}`" for t in d.tags) or "无"
+    tags = " ".join(code(t) for t in d.tags) or "无"
     related = " ".join(f"#{n}" for n in c.related_prs)
     lines += ["", f"标签：{tags}" + (f" · 相关：{related}" if related else "")]
-    meta = d.meta
-    footer = [
-        meta.prompt,
-        meta.model,
-        f"{meta.usage.calls} 次调用",
-        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
-        coverage_line(d),
-    ]
-    if meta.redactions:
-        footer.append(f"脱敏 {sum(meta.redactions.values())} 处")
-    if meta.dropped_citations:
-        footer.append(f"删去无据引用 {meta.dropped_citations} 处")
-    lines += ["", f"<sub>{' · '.join(footer)}</sub>", ""]
+    lines += ["", f"<sub>{md(digest_footer(d))}</sub>", ""]
     return "\n".join(lines)
 
 
@@ -120,7 +184,7 @@ def weekly_title(r: WeeklyReport) -> str:
 
 def figures(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
     """The executive summary's figures, computed, never written by the model."""
-    name = f.repo.split("/")[-1]
+    name = escape(f.repo.split("/")[-1])
     text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
     top = [f"{escape(tag)}（{n}）" for tag, n in list(f.tags.items())[:4]]
     if top:
@@ -136,9 +200,9 @@ def weekly_markdown(r: WeeklyReport) -> str:
     first, last = period(r)
     generated = local_time(r.meta.generated_at, f.tz)
     lines = [
-        f"# {weekly_title(r)}",
+        f"# {md(weekly_title(r))}",
         "",
-        f"仓库：{f.repo} · 周期：{first} 至 {last}（{f.tz}） · 来源 PR：{f.pr_count} · "
+        f"仓库：{md(f.repo)} · 周期：{first} 至 {last}（{md(f.tz)}） · 来源 PR：{f.pr_count} · "
         f"重点 PR：{len(f.key_prs)} · 生成于 {generated}",
         "",
     ]
@@ -148,10 +212,10 @@ def weekly_markdown(r: WeeklyReport) -> str:
     if n is None:
         lines += [figures(f, md), ""]
     else:
-        lines += ["## 本周亮点", "", *[f"- {md(x)}" for x in n.highlights], ""]
-        lines += ["## 风险观察", "", *[f"- {md(x)}" for x in n.risks], ""]
+        lines += ["## 本周亮点", "", *_bullets(n.highlights), ""]
+        lines += ["## 风险观察", "", *_bullets(n.risks), ""]
         lines += ["## 完整周报", "", "### 1. 执行摘要", "", f"{figures(f, md)}{md(n.summary)}", ""]
-        lines += ["### 2. 本周重点变化", "", *[f"- {md(x)}" for x in n.key_changes], ""]
+        lines += ["### 2. 本周重点变化", "", *_bullets(n.key_changes), ""]
         lines += [
             "### 3. 模块与主题趋势",
             "",
@@ -162,7 +226,7 @@ def weekly_markdown(r: WeeklyReport) -> str:
             f"| {md(t.theme, table=True)} | {_refs(t.prs)} | {md(t.judgement, table=True)} |"
             for t in n.trends
         ]
-        lines += ["", "### 4. 风险观察", "", *[f"- {md(x)}" for x in n.risks], *_fact_risks(f), ""]
+        lines += ["", "### 4. 风险观察", "", *_bullets(n.risks), *_fact_risks(f), ""]
         lines += _key_pr_table(r)
         lines += ["### 6. 后续建议", ""]
         lines += [f"{i}. {md(x)}" for i, x in enumerate(n.follow_ups, 1)] + [""]
@@ -170,18 +234,14 @@ def weekly_markdown(r: WeeklyReport) -> str:
     lines += _all_prs(r)
     if r.failed:
         lines += ["## 未能生成导读的 PR", ""]
-        lines += [f"- #{x.number}：{md(x.error, table=True)}" for x in r.failed] + [""]
+        lines += [f"- #{x.number}：{md(x.error)}" for x in r.failed] + [""]
         lines += ["重新运行同一命令只会重试这些 PR。", ""]
-    usage = r.meta.usage
-    lines += [
-        f"<sub>{r.meta.prompt} · {r.meta.model} · 本次调用 {usage.calls} 次 · "
-        f"输入 {usage.tokens_in:,} / 输出 {usage.tokens_out:,} tokens · "
-        f"复用导读 {r.meta.cached_digests} 篇"
-        + (f" · 删去无据引用 {r.meta.dropped_citations} 处" if r.meta.dropped_citations else "")
-        + "</sub>",
-        "",
-    ]
+    lines += [f"<sub>{md(weekly_footer(r))}</sub>", ""]
     return "\n".join(lines)
+
+
+def _bullets(items: list[str]) -> list[str]:
+    return [f"- {md(x)}" for x in items]
 
 
 def _refs(numbers: list[int]) -> str:
@@ -227,7 +287,7 @@ def _data_section(f: WeeklyFacts) -> list[str]:
     lines += [f"| {md(tag, table=True)} | {count} |" for tag, count in f.tags.items()]
     if f.hot_files:
         lines += ["", "| 热点文件 | PR |", "| --- | --- |"]
-        lines += [f"| `{md(h.path, table=True)}` | {_refs(h.prs)} |" for h in f.hot_files]
+        lines += [f"| {code(h.path, table=True)} | {_refs(h.prs)} |" for h in f.hot_files]
     if f.authors:
         share = f"{f.top_author_share:.0%}"
         top = f.authors[0]
@@ -250,7 +310,7 @@ def _all_prs(r: WeeklyReport) -> list[str]:
         "| --- | --- | --- | --- | --- |",
     ]
     for d in r.digests:
-        tags = " ".join(f"`{md(t, table=True)}`" for t in d.tags)
+        tags = " ".join(code(t, table=True) for t in d.tags)
         lines.append(
             f"| [#{d.number}]({pr_link(d)}) | {md(d.content.title, table=True)} | {tags} | "
             f"{d.content.verdict} | {d.content.importance:.1f} |"
@@ -269,16 +329,16 @@ def labels_markdown(r: WeeklyReport, tag: str | None = None) -> str:
         for t in d.tags:
             groups.setdefault(t, []).append(d)
     if tag is not None:
-        groups = {tag.lower(): groups.get(tag.lower(), [])}
-    lines = [f"# {r.facts.repo} · 标签视图 · {weekly_title(r)}", ""]
+        groups = {tag_name(tag): groups.get(tag_name(tag), [])}
+    lines = [f"# {md(r.facts.repo)} · 标签视图 · {md(weekly_title(r))}", ""]
     for name in sorted(groups, key=lambda t: (-len(groups[t]), t)):
         lines += [f"## {md(name)}（{len(groups[name])}）", ""]
         for d in groups[name]:
             lines += [f"### [#{d.number}]({pr_link(d)}) {md(d.content.title)}", ""]
-            lines += [
-                f"**{d.content.verdict}**（约 {d.content.minutes} 分钟）。{md(d.content.advice)}",
-                "",
-            ]
+            verdict = f"**{d.content.verdict}**（约 {d.content.minutes} 分钟）。"
+            advice = paragraphs(d.content.advice) or [""]
+            lines += [verdict + md(advice[0]), ""]
+            lines += [line for para in advice[1:] for line in (md(para), "")]
         if not groups[name]:
             lines += ["本周没有这个标签的 PR。", ""]
     return "\n".join(lines)

@@ -7,10 +7,10 @@ import re
 import time
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
+from github.Issue import Issue
 from github.PullRequest import PullRequest as GithubPullRequest
 
 from prhub import retry
@@ -24,31 +24,41 @@ from prhub.errors import (
     RepoNotFound,
 )
 from prhub.model import FileChange, PullRequest, Review
+from prhub.source_http import IncompleteSearch, guard, origin
 
 _REFERENCE = re.compile(
     r"(?:(?<![\w/])#|github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/)(\d{1,7})\b", re.IGNORECASE
 )
 SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
+SMALLEST_WINDOW = timedelta(minutes=2)
+
+
+def shown(url: str) -> str:
+    """A GitHub URL fit for messages: no user:password, no query or fragment (keys hide there)."""
+    return re.split(r"[?#]", shown_url(url), maxsplit=1)[0]
 
 
 def connect(settings: Settings) -> Github:
     """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries."""
-    url = urlsplit(settings.github_url)
-    if url.scheme not in ("http", "https") or not url.hostname:  # PyGithub crashes on these
-        raise ConfigError(
-            f"bad GitHub API URL {settings.github_url!r}: use e.g. https://api.github.com"
+    if not (origin(settings.github_url) or "").startswith(("http://", "https://")):
+        raise ConfigError(  # PyGithub crashes on these
+            f"bad GitHub API URL {shown(settings.github_url)!r}: use e.g. https://api.github.com"
         )
     token = settings.github_token.get_secret_value() if settings.github_token else None
-    return Github(
+    client = Github(
         base_url=settings.github_url.rstrip("/"),
         auth=Auth.Token(token) if token else None,
         timeout=math.ceil(settings.timeout),  # int() turns 0.5 s into 0, which requests refuses
         per_page=100,
         retry=None,
+        # One connection per worker thread: a smaller pool drops connections, with a warning.
+        pool_size=settings.jobs,
         seconds_between_requests=None,
         seconds_between_writes=None,
         user_agent="prhub",
     )
+    guard(client)
+    return client
 
 
 def references(text: str, own: int | None = None) -> list[int]:
@@ -141,6 +151,11 @@ class GitHubSource:
     def pull(self, repo: str, number: int, payload: dict[str, Any] | None = None) -> PullRequest:
         """One PR with every changed file over all pages, its reviews and references."""
         payload = payload or self.pull_payload(repo, number)
+        if origin(payload["url"]) != origin(self.settings.github_url):  # PyGithub follows it
+            raise GitHubUnavailable(
+                f"GitHub's answer for {repo}#{number} points to another host, "
+                f"{origin(payload['url'])}: not followed; check --github-url"
+            )
         # Built from the payload in hand, so listing files and reviews does not refetch it.
         pull = self.client.create_from_raw_data(GithubPullRequest, payload)
         # One call per list, and the same list object on every attempt: a retry resumes at the
@@ -162,35 +177,44 @@ class GitHubSource:
 
     def merged_between(self, repo: str, start: datetime, end: datetime) -> list[dict[str, Any]]:
         """Search hits of PRs merged in [start, end): all pages, windows split past 1,000."""
-
-        def search(lo: datetime, hi: datetime) -> list[dict[str, Any]]:
-            last = hi - timedelta(seconds=1)  # GitHub's a..b range includes both ends
-            query = f"repo:{repo} is:pr is:merged merged:{lo.isoformat()}..{last.isoformat()}"
-            results = self.client.search_issues(query, sort="created", order="asc")
-            # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
-            total = self._call(lambda: results.totalCount, f"searching {repo}", repo=repo)
-            if total >= SEARCH_LIMIT and hi - lo > timedelta(minutes=2):
-                middle = lo + (hi - lo) / 2
-                return search(lo, middle) + search(middle, hi)
-            # Attributes, not raw_data: reading raw_data of a search item refetches the issue.
-            # A retry iterates the same list again: read pages are kept, the failed one refetched.
-            return self._call(
-                lambda: [
-                    {
-                        "number": item.number,
-                        "updated_at": item.updated_at.isoformat(),
-                        "merged_at": item.pull_request.merged_at,
-                    }
-                    for item in results
-                    if item.pull_request is not None  # is:pr makes this hold; mypy cannot know
-                ],
-                f"searching {repo}",
-                repo=repo,
-            )
-
-        hits = search(start, end)
+        hits = self._search(repo, start, end)
         inside = {h["number"]: h for h in hits if start <= h["merged_at"] < end}
         return [inside[n] for n in sorted(inside)]
+
+    def _search(
+        self, repo: str, lo: datetime, hi: datetime, halve: bool = True
+    ) -> list[dict[str, Any]]:
+        """Every hit in [lo, hi); halved past 1,000 hits, and once when it stays incomplete."""
+        last = hi - timedelta(seconds=1)  # GitHub's a..b range includes both ends
+        window = f"{lo.isoformat()}..{last.isoformat()}"
+        what = f"searching {repo}"
+        results = self.client.search_issues(
+            f"repo:{repo} is:pr is:merged merged:{window}", sort="created", order="asc"
+        )
+        try:
+            # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
+            total = self._call(lambda: results.totalCount, what, repo=repo)
+            if total < SEARCH_LIMIT:
+                # Attributes, not raw_data: reading raw_data of a search item refetches it.
+                # A retry iterates the same list again: read pages are kept, the failed one
+                # refetched.
+                return self._call(lambda: [_hit(repo, i) for i in results], what, repo=repo)
+        except IncompleteSearch:
+            # Retried already: a smaller window gives GitHub's search less to do in its time.
+            if not halve:
+                raise GitHubUnavailable(
+                    f"GitHub's search for PRs of {repo} merged {window} stayed incomplete "
+                    "(GitHub's search timed out) after retries and halving: rerun later"
+                ) from None
+            halve = False
+        else:
+            if hi - lo <= SMALLEST_WINDOW:
+                raise GitHubUnavailable(
+                    f"GitHub counts {total} or more PRs of {repo} merged {window}: "
+                    "too many to list, and listing part of them would be wrong"
+                )
+        middle = lo + (hi - lo) / 2
+        return self._search(repo, lo, middle, halve) + self._search(repo, middle, hi, halve)
 
     def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
         try:
@@ -201,7 +225,7 @@ class GitHubSource:
             raise self._translate(exc, repo, number) from None
         except requests.exceptions.SSLError:
             raise GitHubUnavailable(
-                f"TLS failure talking to {shown_url(self.settings.github_url)}: "
+                f"TLS failure talking to {shown(self.settings.github_url)}: "
                 "check the URL and certificates"
             ) from None
         except (
@@ -210,12 +234,17 @@ class GitHubSource:
             requests.exceptions.InvalidSchema,
         ):
             raise ConfigError(
-                f"bad GitHub API URL {shown_url(self.settings.github_url)!r}: "
+                f"bad GitHub API URL {shown(self.settings.github_url)!r}: "
                 "use e.g. https://api.github.com"
+            ) from None
+        except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError):
+            raise GitHubUnavailable(
+                f"GitHub's answer was cut short or garbled while {what} "
+                f"({shown(self.settings.github_url)}): rerun later"
             ) from None
         except requests.exceptions.RequestException as exc:
             raise GitHubUnavailable(
-                f"cannot reach GitHub at {shown_url(self.settings.github_url)} "
+                f"cannot reach GitHub at {shown(self.settings.github_url)} "
                 f"({type(exc).__name__}): "
                 "check the network or --github-url, then rerun"
             ) from None
@@ -244,16 +273,34 @@ class GitHubSource:
 
     def _repo_exists(self, repo: str) -> bool:
         """Whether the repository answers: tells a missing PR from a missing repository."""
-        try:
-            self.client.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
+
+        def look_up() -> bool:
+            try:
+                self.client.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
+            except GithubException as exc:
+                if exc.status == 404:
+                    return False
+                raise  # a failing GitHub says nothing about the repository: _call reports it
             return True
-        except GithubException:
-            return False
+
+        return self._call(look_up, f"looking up {repo}", repo=repo)
+
+
+def _hit(repo: str, item: Issue) -> dict[str, Any]:
+    """What a search hit tells: number, last update, merge time."""
+    merged = item.pull_request.merged_at if item.pull_request else None
+    if merged is None:  # the query asked for merged PRs only
+        raise GitHubUnavailable(
+            f"GitHub's search for merged PRs of {repo} answered #{item.number}, "
+            "which is not a merged PR: rerun later"
+        )
+    return {"number": item.number, "updated_at": item.updated_at.isoformat(), "merged_at": merged}
 
 
 def _message(exc: GithubException) -> str:
     data = exc.data if isinstance(exc.data, dict) else {}
-    return str(data.get("message") or exc.status)
+    # One line, and short: the text is the server's, whatever it is.
+    return " ".join(str(data.get("message") or exc.status).split())[:200]
 
 
 def _is_rate_limit(exc: GithubException) -> bool:
@@ -288,6 +335,8 @@ def _retry_hint(exc: BaseException) -> float | None:
     if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
         return 0.0
     if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return 0.0
+    if isinstance(exc, IncompleteSearch):  # GitHub's search timed out: it may not next time
         return 0.0
     if not isinstance(exc, GithubException):
         return None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -14,10 +16,13 @@ from typing import Any, TypeVar
 import platformdirs
 from pydantic import BaseModel, ValidationError
 
+from prhub.config import Settings
 from prhub.errors import StoreError
-from prhub.model import PRDigest, PullRequest, WeeklyNarrative, WeeklyReport
+from prhub.llm import load_prompt
+from prhub.model import PRDigest, PullRequest, WeeklyFacts, WeeklyNarrative, WeeklyReport
 
 B = TypeVar("B", bound=BaseModel)
+log = logging.getLogger("prhub")
 
 # Numbered migrations: the database's user_version says how many have run. Never edit one.
 # Each runs in one transaction with its version bump; statements are split at ";", so none may
@@ -74,6 +79,37 @@ MIGRATIONS = [
     );
     """,
 ]
+
+
+def digest_key(pr: PullRequest, settings: Settings) -> str:
+    """Names every input that changes a digest: PR content, prompts, model, prepare settings."""
+    prompts = [load_prompt(t, prompt_dir=settings.prompt_dir) for t in ("digest", "digest_notes")]
+    return _hash(
+        pr.repo,
+        str(pr.number),
+        pr.version,
+        *(f"{p.id}:{p.fingerprint}" for p in prompts),
+        settings.model,
+        settings.response_mode,
+        settings.prepare_key(),
+    )
+
+
+def narrative_key(facts: WeeklyFacts, digests: Sequence[PRDigest], settings: Settings) -> str:
+    """Names every input of a week's narrative: its facts, its digests, prompt and model."""
+    p = load_prompt("weekly", prompt_dir=settings.prompt_dir)
+    return _hash(
+        facts.model_dump_json(),
+        *(d.meta.cache_key for d in digests),
+        f"{p.id}:{p.fingerprint}",
+        settings.model,
+        settings.response_mode,
+        str(settings.input_budget),
+    )
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
 
 def default_path() -> Path:
@@ -268,7 +304,13 @@ def _load(model: type[B], data: str) -> B | None:
     """A stored row as `model`; None when it no longer validates (made by another version)."""
     try:
         return model.model_validate_json(data)
-    except ValidationError:
+    except ValidationError as exc:
+        # Made again at a cost: say so, so a store that never hits can be noticed.
+        log.warning(
+            "a stored %s no longer fits this version of prhub (%d problems); it is made again",
+            model.__name__,
+            exc.error_count(),
+        )
         return None
 
 

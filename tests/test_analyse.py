@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from prhub.analyse import last_complete_week, week_window, weekly_facts
+from prhub.analyse import last_complete_week, week_window, weekly_facts, window
 from prhub.errors import ConfigError
 from prhub.model import (
     AuthorCount,
@@ -179,6 +179,79 @@ def test_last_complete_week_needs_aware_now() -> None:
         last_complete_week(datetime(2026, 8, 3), "UTC")
 
 
+NOW = at("2026-11-30T09:00:00Z")  # Monday of 2026-W49
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"year": 2026, "week": 0}, "week 0 does not exist in 2026"),
+        ({"year": 2026, "week": 54}, "week 54 does not exist in 2026"),
+        ({"year": 2026, "week": 50}, r"week 50 of 2026 has not started yet \(UTC\)"),
+        ({"year": 2099, "week": 50}, "has not started"),
+        ({"year": 2026}, "--year needs --week"),
+        ({"since": "2026-13-01"}, "--since '2026-13-01' is not a date"),
+        ({"since": "2026-02-30"}, "--since '2026-02-30' is not a date"),
+        ({"since": "2026-08-01", "until": "soon"}, "--until 'soon' is not a date"),
+        ({"until": "2026-08-01"}, "--until needs --since too"),
+        ({"since": "2026-08-02", "until": "2026-08-01"}, "must come after --since"),
+        ({"week": 3, "since": "2026-08-01"}, "give either --week or --since/--until"),
+    ],
+)
+def test_window_rejects_bad_weeks_and_dates(kwargs: dict, words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        window("UTC", now=NOW, **kwargs)
+
+
+def test_window_rejects_unknown_timezone() -> None:
+    with pytest.raises(ConfigError, match="unknown timezone 'Mars/Olympus'"):
+        window("Mars/Olympus", year=2026, week=31, now=NOW)
+
+
+def test_window_defaults_to_the_last_complete_week() -> None:
+    start, end, year, week = window("UTC", now=NOW)
+    assert (year, week) == (2026, 48)
+    assert (start, end) == (at("2026-11-23T00:00:00Z"), at("2026-11-30T00:00:00Z"))
+
+
+def test_window_of_a_week_defaults_to_the_iso_year_of_now() -> None:
+    # 2 January 2027 is a Saturday of 2026-W53.
+    start, _, year, week = window("UTC", week=53, now=at("2027-01-02T12:00:00Z"))
+    assert (year, week) == (2026, 53) and start == at("2026-12-28T00:00:00Z")
+    assert window("UTC", year=2026, week=49, now=NOW)[:2] == week_window(2026, 49, "UTC")
+
+
+def test_window_of_the_current_week_is_allowed() -> None:
+    start, end, _, _ = window("Asia/Shanghai", year=2026, week=49, now=NOW)
+    assert start <= NOW < end
+
+
+def test_window_of_dates_covers_whole_local_days() -> None:
+    start, end, year, week = window(
+        "Asia/Shanghai", since="2026-07-27", until="2026-08-02", now=NOW
+    )
+    assert (start, end) == (
+        datetime(2026, 7, 27, tzinfo=SHANGHAI),
+        datetime(2026, 8, 3, tzinfo=SHANGHAI),
+    )
+    assert (year, week) == (2026, None)
+
+
+def test_window_of_times_reads_naive_as_local_and_runs_to_now() -> None:
+    start, end, _, week = window("Asia/Shanghai", since="2026-11-29T08:30", now=NOW)
+    assert start == datetime(2026, 11, 29, 8, 30, tzinfo=SHANGHAI)
+    assert end == NOW and week is None
+    start, end, _, _ = window(
+        "Asia/Shanghai", since="2026-11-29T00:00:00+00:00", until="2026-11-29T12:00Z", now=NOW
+    )
+    assert (start, end) == (at("2026-11-29T00:00:00Z"), at("2026-11-29T12:00:00Z"))
+
+
+def test_window_year_of_dates_is_the_local_year_of_the_start() -> None:
+    _, _, year, week = window("Asia/Shanghai", since="2025-12-31T20:00:00Z", now=NOW)
+    assert (year, week) == (2026, None)  # 04:00 on 1 January in Shanghai
+
+
 # The facts of one week
 
 
@@ -309,6 +382,13 @@ def test_hot_paths_need_two_prs_and_stop_at_ten() -> None:
     assert len(result.hot_dirs) == 10
 
 
+def test_lock_vendored_and_generated_files_are_never_hot() -> None:
+    files = ["uv.lock", "vendor/x/y.go", "api/service_pb2.py", "conf/_generated_ppo.yaml", "a/b.py"]
+    result = facts([pr(n, files=[fc(path) for path in files]) for n in (1, 2)])
+    assert result.hot_files == [HotPath(path="a/b.py", prs=[1, 2])]
+    assert result.hot_dirs == [HotPath(path="a", prs=[1, 2])]
+
+
 def test_renamed_file_counts_under_new_path() -> None:
     moved = FileChange(path="pkg/new.py", previous_path="pkg/old.py", status="renamed")
     result = facts([pr(1, files=[moved]), pr(2, files=[fc("pkg/old.py")])])
@@ -328,6 +408,12 @@ def test_renamed_file_counts_under_new_path() -> None:
         (["src/a.go", "src/a_test.go"], False),
         (["web/a.ts", "web/a.test.ts"], False),
         (["src/a.py", "conftest.py"], False),
+        (["src/app.py", "e2e/login.py"], False),
+        (["src/app.py", "spec/models/user_spec.rb"], False),
+        (["src/app.py", "testing/helpers.py"], False),
+        (["src/a.py", "tests/fixtures/data.json"], False),
+        (["api/service_pb2.py", "vendor/x/y.go", "web/app.min.js"], False),  # nothing written
+        (["docs/conf.py"], False),
         (["tests/test_a.py"], False),  # only tests changed
         (["docs/a.md", "conf/x.yaml"], False),  # no code
         ([], False),
@@ -564,6 +650,9 @@ def test_cli_flag_removed() -> None:
         [fc(".github/workflows/ci.yml", "@@ -1,2 +1,1 @@\n jobs:\n-  timeout-minutes: 5\n")],
         [fc("tests/data/a.yaml", "@@ -1,2 +1,1 @@\n a:\n-  b: 1\n")],
         [fc("web/package-lock.json", '@@ -1,2 +1,1 @@\n {\n-  "left-pad": {\n')],
+        [fc("e2e/conf/a.yaml", "@@ -1,2 +1,1 @@\n a:\n-  b: 1\n")],
+        [fc("vendor/lib/conf.yaml", "@@ -1,2 +1,1 @@\n a:\n-  b: 1\n")],
+        [fc("vendor/lib/cli.py", '@@ -1,1 +1,0 @@\n-parser.add_argument("--foo")\n')],
         [fc("setup.cfg", "@@ -1,3 +1,2 @@\n install_requires =\n-    torch==2.1\n")],
         [fc("conf/old.yaml", "@@ -1,2 +0,0 @@\n-a:\n-  b: 1\n", status="removed")],
         [fc("conf/big.yaml", None)],

@@ -267,6 +267,7 @@ def test_init_ci_writes_the_workflow_once(env, tmp_path):
     assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_artifact_even_verbose_with_faults(tmp_path):
     """A real `prhub weekly --verbose` with retries: the token and key appear nowhere it wrote."""
     import subprocess

@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from prhub import pipeline, retry
 from prhub.config import Settings
+from prhub.digest import plan
 from prhub.errors import GitHubUnavailable, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.llm import LLM, ContextTooLong, message_tokens
 from prhub.model import FileChange, PullRequest, WeeklyReport
 from prhub.source import GitHubSource
-from prhub.store import Store
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.github import Answer
@@ -362,15 +362,15 @@ def test_a_digest_refused_for_context_length_is_replanned_smaller_once(tmp_path:
             output_tokens=1_000,
             store=tmp_path / "store.db",
         )
-        with closing(LLM(config)) as client, closing(Store(config.store)) as store:
-            digest, cached = pipeline.cached_digest(pr, config, client, store)
+        with closing(LLM(config)) as client, pipeline.Run(config, "summarize", llm=client) as run:
+            digest, cached = run.cached_digest(pr)
             sent = [message_tokens(b["messages"], "o200k_base") for b in small.bodies]
-            assert len(pipeline.plan(pr, config)[1]) == 1 and sent[0] > 12_000  # refused
+            assert len(plan(pr, config)[1]) == 1 and sent[0] > 12_000  # refused
             assert not cached and len(sent) > 1  # re-planned, in several calls, and answered
             assert all(n <= 12_000 - 1_000 for n in sent[1:])
             # Stored under the key of the settings asked for, so a rerun finds it.
             calls = len(small.bodies)
-            again, cached = pipeline.cached_digest(pr, config, client, store)
+            again, cached = run.cached_digest(pr)
             assert cached and again == digest and len(small.bodies) == calls
         assert not small.errors
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html as htmllib
 import re
 import shutil
 import struct
@@ -16,8 +15,18 @@ import pytest
 from markupsafe import escape
 
 from prhub import html, render
-from prhub.model import FailedPR, PRDigest, Revert, WeeklyReport
-from tests.test_render import check_golden, digest, report
+from prhub.model import BreakingChange, FailedPR, PRDigest, Revert, WeeklyReport
+from tests.test_render import (
+    INJECT,
+    INJECTED,
+    MARKDOWN,
+    check_golden,
+    digest,
+    hostile_narrative_report,
+    injected_digest,
+    plain,
+    report,
+)
 
 EVIL = "<script>alert(1)</script> <img src=x onerror=alert(1)> a | b `x<y>&z` stray ` tick & c"
 EVIL_TEXT = EVIL.replace("`x<y>&z`", "x<y>&z")  # as a reader sees it
@@ -104,6 +113,51 @@ def empty_report() -> WeeklyReport:
     return r.model_copy(update={"facts": facts, "narrative": None, "digests": []})
 
 
+LONG_PATH = "rocket/trainer/" + "very_long_module_name/" * 6 + "and_a_really_long_file_name.py"
+LONG_WORD = "https://example.com/" + "averyveryverylongpathsegment" * 6
+LONG = f"长文本 `{LONG_PATH}` 与 {LONG_WORD} 以及 `trainer.{'nested_key.' * 12}max_epochs`"
+
+
+def long_report() -> WeeklyReport:
+    """A week whose cells, code spans and fact lists are far longer than a phone is wide."""
+    r = hostile_report()
+    assert r.narrative is not None
+    n = r.narrative
+    trends = [t.model_copy(update={"prs": r.facts.prs * 3, "judgement": LONG}) for t in n.trends]
+    key_prs = [k.model_copy(update={"note": LONG}) for k in n.key_prs]
+    narrative = n.model_copy(update={"highlights": [LONG, *n.highlights], "trends": trends})
+    narrative = narrative.model_copy(update={"key_prs": key_prs})
+    facts = r.facts.model_copy(
+        update={
+            "breaking": [
+                BreakingChange(number=106, reasons=[f"删除 {LONG_PATH} 第 {i} 项"])
+                for i in range(12)
+            ],
+            "reverts": [Revert(number=105, reverted=101, delay_hours=i) for i in range(7)],
+            "untested": r.facts.prs * 4,
+            "hot_files": [h.model_copy(update={"path": LONG_PATH}) for h in r.facts.hot_files],
+            "tags": {**r.facts.tags, "area/" + "long-label-name-" * 5: 1},
+        }
+    )
+    digests = [
+        d.model_copy(update={"content": d.content.model_copy(update={"title": LONG})})
+        for d in r.digests
+    ]
+    failed = [FailedPR(number=107 + i, error=LONG) for i in range(6)]
+    return r.model_copy(
+        update={"facts": facts, "narrative": narrative, "digests": digests, "failed": failed}
+    )
+
+
+def long_digest() -> PRDigest:
+    d = hostile_digest()
+    c = d.content
+    content = c.model_copy(
+        update={"title": LONG, "advice": LONG * 3, "design_decisions": [LONG] * 3}
+    )
+    return d.model_copy(update={"original_title": LONG_WORD, "content": content})
+
+
 class Page(HTMLParser):
     """A page as a reader sees it: block texts in order, visible text, tags, links, scripts."""
 
@@ -163,36 +217,44 @@ class Page(HTMLParser):
 
 
 def md_blocks(text: str) -> list[str]:
-    """The Markdown's blocks as plain text, in the order the HTML must show them."""
-    blocks = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or re.fullmatch(r"\|( --- \|)+", line):
-            continue
-        if line.startswith("<sub>"):
-            line = line.removeprefix("<sub>").removesuffix("</sub>")
-        elif line.startswith("|"):
-            line = " | ".join(c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1])
-        else:
-            line = re.sub(r"^(#+|-|\d+\.) ", "", line)
-        line = re.sub(r"\[(#\d+)\]\([^)]*\)", r"\1", line).replace("**", "")
-        line = line.replace("\\`", "\0").replace("`", "").replace("\0", "`").replace("\\|", "|")
-        line = re.sub(r"\\([\\\[\]*#=+-])", r"\1", line)  # Markdown's own escapes
-        blocks.append(" ".join(htmllib.unescape(line).split()))
-    return blocks
+    """The Markdown's blocks as plain text, as a CommonMark reader sees them, in order."""
+    blocks: list[str] = []
+    row: list[str] | None = None
+    for token in MARKDOWN.parse(text):
+        if token.type == "tr_open":
+            row = []
+        elif token.type == "tr_close" and row is not None:
+            blocks.append(" | ".join(row))
+            row = None
+        elif token.type == "inline":
+            (blocks if row is None else row).append(plain(token, ticks=False))
+    return [" ".join(b.split()) for b in blocks]
 
 
 @pytest.mark.parametrize(
-    "make", [report, no_narrative_report, empty_report, hostile_report], ids=lambda f: f.__name__
+    "make",
+    [
+        report,
+        no_narrative_report,
+        empty_report,
+        hostile_report,
+        hostile_narrative_report,
+        long_report,
+    ],
+    ids=lambda f: f.__name__,
 )
 def test_weekly_page_mirrors_the_markdown(make):
     r = make()
     assert Page(html.weekly_html(r)).blocks == md_blocks(render.weekly_markdown(r))
 
 
-@pytest.mark.parametrize("hostile", [False, True])
-def test_digest_page_mirrors_the_markdown(hostile):
-    d = hostile_digest() if hostile else digest()
+@pytest.mark.parametrize(
+    "make",
+    [digest, hostile_digest, lambda: injected_digest(INJECT, INJECT), long_digest],
+    ids=["plain", "hostile", "injected", "long"],
+)
+def test_digest_page_mirrors_the_markdown(make):
+    d = make()
     meta = d.meta.model_copy(update={"redactions": {"github_token": 2}, "dropped_citations": 1})
     d = d.model_copy(update={"meta": meta})
     assert Page(html.digest_html(d, "UTC")).blocks == md_blocks(render.digest_markdown(d, "UTC"))
@@ -251,6 +313,45 @@ def test_pr_and_model_text_stays_text(page):
     assert not [name for _, a in parsed.elements for name in a if name.startswith("on")]
     assert len(parsed.scripts) == 1
     assert EVIL_TEXT in parsed.text
+
+
+BREAKS = "[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]"
+
+
+def one_line_elements(page: str) -> list[str]:
+    """The text of every title, heading, list item and cell, as written in the page."""
+    return re.findall(r"<(title|h1|h2|h3|li|td)\b[^>]*>(.*?)</\1>", page, re.DOTALL)
+
+
+def test_model_text_stays_in_its_place_in_pages():
+    page = html.digest_html(injected_digest(INJECT, INJECT))
+    parsed = Page(page)
+    assert f"<title>#101 {escape(INJECTED)} · acme/rocket</title>" in page
+    assert parsed.blocks[0] == f"#101 {INJECTED}"
+    assert parsed.blocks.count(INJECTED) == 3  # a design decision, a risk, a follow-up
+    weekly = html.weekly_html(hostile_narrative_report())
+    for text in (page, weekly):
+        broken = [inner for _, inner in one_line_elements(text) if re.search(BREAKS, inner)]
+        assert broken == []
+        assert "<b>" not in text and "<table" not in text.split("<h2>", 1)[0]
+    rows = [b for b in Page(weekly).blocks if INJECTED in b]
+    assert f"#102 | {INJECTED} | 8.2 | {INJECTED}" in rows  # the key-PR table
+    assert INJECTED in rows  # the bullets
+
+
+def test_long_fact_lists_are_collapsed_after_five_with_a_count():
+    r = long_report()
+    page = html.weekly_html(r)
+    details = re.findall(r"<details><summary>(.*?)</summary>(.*?)</details>", page, re.DOTALL)
+    assert [summary for summary, _ in details] == [
+        "另有 2 项 Revert（共 7 项）",
+        "另有 7 项破坏性变更（共 12 项）",
+        "另有 1 项未能生成导读的 PR（共 6 项）",
+    ]
+    assert [inner.count("<li>") for _, inner in details] == [2, 7, 1]
+    assert page.count("破坏性变更：") == 12
+    text = render.weekly_markdown(r)
+    assert text.count("破坏性变更：") == 12 and "<details>" not in text  # Markdown lists them all
 
 
 def test_hostile_tag_is_quoted_in_rows_and_chips():
@@ -404,6 +505,32 @@ def test_markup_that_slipped_through_would_be_blocked_and_counted(tmp_path):
     dom, console = chromium(tmp_path, write(tmp_path, "bad.html", page), "--dump-dom")
     assert errors_of(dom) not in (None, "0")
     assert any("Content Security Policy" in line for line in console)
+
+
+# A frame as wide as the reader's window (Chromium's own windows are at least 500 px wide); once
+# the page in it has loaded, the frame writes how wide the page is against its window.
+FRAME = (
+    '<!doctype html><body><iframe src="{src}" style="border: 0; width: {width}px; height: 900px" '
+    "onload=\"document.body.setAttribute('data-width', "
+    "this.contentDocument.documentElement.scrollWidth + ' ' + this.contentWindow.innerWidth)\">"
+    "</iframe></body>"
+)
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [390, 1200])
+@pytest.mark.parametrize("which", ["weekly", "digest"])
+def test_long_text_wraps_without_scrolling_the_page_in_chromium(tmp_path, which, width):
+    text = html.weekly_html(long_report()) if which == "weekly" else html.digest_html(long_digest())
+    src = write(tmp_path, f"{which}.html", text)
+    frame = write(tmp_path, "frame.html", FRAME.format(src=src, width=width))
+    dom, console = chromium(
+        tmp_path, frame, "--dump-dom", "--allow-file-access-from-files", "--window-size=1300,1000"
+    )
+    body = next(a for tag, a in Page(dom).elements if tag == "body")
+    scroll, inner = map(int, (body.get("data-width") or "0 0").split())
+    assert console == [] and inner == width
+    assert scroll <= inner
 
 
 @needs_chromium

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from prhub import pipeline, render
+from prhub import narrate, pipeline, render
 from prhub.config import Settings
+from prhub.llm import LLM
 from prhub.model import DigestContent, WeeklyNarrative
 from prhub.prepare.tokens import count
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
@@ -287,9 +288,9 @@ def test_weekly_narrative_map_reduces_when_digests_overflow(github, smart_llm, t
     facts = report.facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 40})
     small = config.model_copy(update={"input_budget": 3500})
     before = len(smart_llm.bodies)
-    client = pipeline.LLM(small)
+    client = LLM(small)
     try:
-        narrative, usage = pipeline._narrate(facts, many, small, client)
+        narrative, usage, _ = narrate.narrate(facts, many, small, client)
     finally:
         client.close()
     sent = smart_llm.bodies[before:]
@@ -316,10 +317,10 @@ def test_window_rejects_bad_weeks_and_dates(github, smart_llm, tmp_path):
     ]:
         with pytest.raises(ConfigError, match=message):
             pipeline.window(config, now=now, **kwargs)
-    start, end, year, week = pipeline.window(config, now=now)
-    assert (year, week) == (2026, 48) and (end - start).days == 7
-    start, end, _, week = pipeline.window(config, since="2026-07-27", until="2026-08-02", now=now)
-    assert week is None and (end - start).days == 7
+    w = pipeline.window(config, now=now)
+    assert (w.year, w.week) == (2026, 48) and (w.end - w.start).days == 7
+    w = pipeline.window(config, since="2026-07-27", until="2026-08-02", now=now)
+    assert w.week is None and (w.end - w.start).days == 7
 
 
 def test_digest_content_schema_is_strict_for_openai():

@@ -16,6 +16,7 @@ from prhub.errors import ConfigError
 from prhub.model import FileChange, PreparedPR, PullRequest
 from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
 from prhub.prepare import pack as pack_module
+from prhub.prepare.diff import Hunk, parse_hunks, split_hunks
 from prhub.prepare.tokens import count
 from tests.test_redact import (
     AWS_ID,
@@ -230,6 +231,31 @@ def test_ranking_source_then_tests_then_docs_then_bigger_first() -> None:
     assert positions == sorted(positions)
 
 
+def test_end_to_end_tests_rank_with_tests() -> None:
+    files = [change("e2e/login.py", added=40), change("src/app.py", added=2)]
+    text = run(make_pr(files), 20000).chunks[0]
+    assert text.index("src/app.py") < text.index("e2e/login.py")
+
+
+def test_parse_hunks() -> None:
+    patch = "@@ -1,2 +1,2 @@ def a():\n-x\n+y\n ctx\n\n@@ -9 +9,0 @@\n-gone\n"
+    assert parse_hunks(patch) == [
+        Hunk("@@ -1,2 +1,2 @@ def a():", ("-x", "+y", " ctx")),
+        Hunk("@@ -9 +9,0 @@", ("-gone",)),
+    ]
+    assert [h.changed for h in parse_hunks(patch)] == [2, 1]
+    assert parse_hunks(patch)[0].text == "@@ -1,2 +1,2 @@ def a():\n-x\n+y\n ctx"
+    assert split_hunks(patch) == [
+        ("@@ -1,2 +1,2 @@ def a():\n-x\n+y\n ctx", 2),
+        ("@@ -9 +9,0 @@ (1 lines deleted)", 1),
+    ]
+
+
+def test_parse_hunks_keeps_text_before_the_first_hunk() -> None:
+    assert parse_hunks("+a\n@@ -1 +1 @@\n+b") == [Hunk("", ("+a",)), Hunk("@@ -1 +1 @@", ("+b",))]
+    assert parse_hunks(None) == parse_hunks("") == parse_hunks("\n\n") == []
+
+
 def test_deletion_only_hunks_collapse_to_one_line() -> None:
     patch = "\n".join(
         [
@@ -270,6 +296,7 @@ def test_pure_rename_is_one_line() -> None:
         (change("uv.lock"), "lock file"),
         (change("web/package-lock.json"), "lock file"),
         (change("go.sum"), "lock file"),
+        (change("tools/bower-lock.json"), "lock file"),
         (change("api/service_pb2.py"), "generated file"),
         (change("api/service.pb.go"), "generated file"),
         (change("verl/trainer/config/_generated_ppo_trainer.yaml"), "generated file"),
@@ -277,6 +304,8 @@ def test_pure_rename_is_one_line() -> None:
         (change("src/third_party/lib.c"), "vendored"),
         (change("static/app.min.js"), "minified"),
         (change("static/site.min.css"), "minified"),
+        (change("generated/app.min.js"), "minified"),
+        (change("vendor/app.min.js"), "vendored"),
         (change("img/logo.png", additions=0, deletions=0, patch=None), "binary, no patch"),
         (change("model.bin", additions=0, deletions=0, patch=None), "binary, no patch"),
         (

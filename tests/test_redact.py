@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
+from prhub.model import FileChange, PullRequest
 from prhub.prepare import redact
-from prhub.prepare.redact import entropy, is_env_file, looks_random
+from prhub.prepare.redact import entropy, is_env_file, looks_random, scrub
 
 # Secrets are assembled at run time so that no scanner mistakes this file for a leak.
 GITHUB = "gh" + "p_" + "A1b2C3d4E5" * 4
@@ -130,3 +133,27 @@ def test_entropy_threshold() -> None:
     assert looks_random(PASSWORD)
     assert not looks_random("hunter2")  # too short
     assert not looks_random("abcabcabcabcabc123")  # too regular
+
+
+def test_scrub_replaces_secrets_in_every_field_and_counts_them() -> None:
+    token = "ghp_" + "A1b2C3d4" * 4 + "E5f6"
+    pr = PullRequest(
+        repo="o/r",
+        number=1,
+        title=f"fix: drop {token}",
+        body=f"see https://bob:{PASSWORD}@git.example.com/x",
+        author="me",
+        created_at=datetime(2026, 8, 1, tzinfo=UTC),
+        files=[
+            FileChange(path=".env", status="added", additions=1, patch=f"+DB_URL={PASSWORD}"),
+            FileChange(path="a.py", status="modified", additions=1, patch=f"+t = '{token}'"),
+        ],
+        redactions={"github_token": 1},
+    )
+    kept = scrub(pr)
+    dumped = kept.model_dump_json()
+    assert token not in dumped and PASSWORD not in dumped
+    assert kept.files[0].patch is not None and "[REDACTED:" in kept.files[0].patch
+    # What an earlier pass counted is kept, and this pass adds its own.
+    assert kept.redactions["github_token"] == 3
+    assert sum(kept.redactions.values()) >= 5

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 
 import pytest
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from prhub import render
-from prhub.model import PRDigest, WeeklyReport
+from prhub.model import PRDigest, WeeklyReport, parse_title, tag_name
 from tests.conftest import FIXTURES
 
 GOLDEN = FIXTURES / "golden"
+# GitHub's dialect as far as markdown-it reads it: CommonMark with tables and strikethrough.
+MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
 def check_golden(name: str, text: str) -> None:
@@ -59,21 +64,6 @@ def test_digest_shows_merge_time_in_the_readers_timezone():
     assert "合并于 2026-07-27 03:12" in render.digest_markdown(digest(), "UTC")
 
 
-@pytest.mark.parametrize(
-    ("raw", "table", "expected"),
-    [
-        ("a <script>x</script> & b", False, "a &lt;script&gt;x&lt;/script&gt; &amp; b"),
-        ("keep `a<b>` code", False, "keep `a<b>` code"),
-        ("a | b", True, "a \\| b"),
-        ("`x|y` z", True, "`x\\|y` z"),
-        ("stray ` tick", False, "stray \\` tick"),
-        ("two\nlines", True, "two lines"),
-    ],
-)
-def test_md_makes_untrusted_text_inert(raw, table, expected):
-    assert render.md(raw, table=table) == expected
-
-
 def test_empty_week_report_is_short():
     empty = report().model_copy(
         update={
@@ -87,10 +77,244 @@ def test_empty_week_report_is_short():
     assert "## 本周亮点" not in text
 
 
-def test_markdown_from_pr_text_stays_text():
-    hostile = "[click](https://evil.example) ![](https://t.example/p.png) **loud**\n# head\n- item"
-    out = render.md(hostile)
-    assert "\\[click\\](https://evil.example)" in out and "!\\[\\]" in out
-    assert "\\*\\*loud\\*\\*" in out
-    assert "\n\\# head\n\\- item" in out
-    assert render.md("#102 and a-b") == "#102 and a-b"  # no heading there: left alone
+def test_labels_view_folds_the_tag_asked_for():
+    assert "## docs（1）" in render.labels_markdown(report(), "Doc")
+
+
+def test_report_fixture_is_one_the_pipeline_can_make():
+    r = report()
+    for d in r.digests:
+        assert (d.modules, d.kind, d.breaking) == parse_title(d.original_title), d.number
+        assert d.tags == list(dict.fromkeys(map(tag_name, d.tags))), d.number
+    assert Counter(t for d in r.digests for t in d.tags) == Counter(r.facts.tags)
+
+
+def test_footers_say_where_the_text_came_from():
+    assert render.digest_footer(digest()) == (
+        "digest@v1 · gpt-4o-mini · 1 次调用 · 输入 1,227 / 输出 412 tokens · "
+        "模型看到：全文 2、节选 0、仅列名 0、排除 0 个文件（变更行 100%）"
+    )
+    meta = report().meta.model_copy(update={"dropped_citations": 3})
+    assert render.weekly_footer(report().model_copy(update={"meta": meta})) == (
+        "weekly@v1 · gpt-4o-mini · 本次调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
+        "复用导读 0 篇 · 删去无据引用 3 处"
+    )
+    assert f"<sub>{render.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
+
+
+# Untrusted text and its Markdown: every mark that could start markup where it stands is escaped,
+# and nothing else, so Chinese prose and snake_case stay readable in the raw file.
+HOSTILE = [
+    ("a <script>x</script> & b", "a \\<script>x\\</script> & b"),
+    ("<https://a.example> <!-- c --> a < b", "\\<https://a.example> \\<!-- c --> a < b"),
+    ("&amp; &#123; &#x1F; AT&T", "\\&amp; \\&#123; \\&#x1F; AT&T"),
+    ("keep `a<b>` code", "keep `a<b>` code"),
+    ("stray ` tick", "stray \\` tick"),
+    ("```python", "\\`\\`\\`python"),
+    ("`````", "\\`\\`\\`\\`\\`"),
+    ("``a`b`` and ``c", "``a`b`` and \\`\\`c"),
+    ("__init__ 与 snake_case_name、a__b", "\\_\\_init\\_\\_ 与 snake_case_name、a__b"),
+    ("中_文_字 _强调_ 尾_", "中_文_字 \\_强调\\_ 尾\\_"),
+    (
+        "**粗** *斜* ~~删~~ ~单~ 3~5 分钟",
+        "\\*\\*粗\\*\\* \\*斜\\* \\~\\~删\\~\\~ \\~单\\~ 3\\~5 分钟",
+    ),
+    ("[链接](https://evil.example) ![](x.png)", "\\[链接](https://evil.example) !\\[](x.png)"),
+    ("[ ] 任务 [^1] [x]: /url", "\\[ ] 任务 \\[^1] \\[x]: /url"),
+    ("$x$ 与 $5", "\\$x\\$ 与 \\$5"),
+    ("C:\\path\\to 与 \\* 与 行尾\\", "C:\\path\\to 与 \\\\\\* 与 行尾\\\\"),
+    ("# 标题", "\\# 标题"),
+    ("###### 六级", "\\###### 六级"),
+    ("#102 修复 C# 与 F#", "#102 修复 C# 与 F#"),
+    ("结尾 ##", "结尾 \\##"),
+    ("> 引用 a > b a->b", "\\> 引用 a > b a->b"),
+    ("- 列表", "\\- 列表"),
+    ("+ 列表", "\\+ 列表"),
+    ("* 列表", "\\* 列表"),
+    ("---", "\\---"),
+    ("- - -", "\\- - -"),
+    ("___", "\\_\\_\\_"),
+    ("-1 的情况与 +1", "-1 的情况与 +1"),
+    ("1. 第一", "1\\. 第一"),
+    ("1) 第一", "1\\) 第一"),
+    ("2026.8 版本，第 3. 条", "2026.8 版本，第 3. 条"),
+    ("    缩进的代码", "缩进的代码"),
+    ("===", "==="),
+    ("<div>\n\n块</div>", "\\<div> 块\\</div>"),
+    ("标题\n\n| a | b |\n|---|---|", "标题 | a | b | |---|---|"),
+    ("行\u2028分隔\u2029段落\r回车\r\n\x85下一行\v\f", "行 分隔 段落 回车 下一行"),
+    ("句中的点。a.b, (括号) 感叹!问号? 冒号: 引号\"' {x} 100% ^", None),
+    ("合并 #101、@lin-yue 的修复：trainer.total_epochs → max_epochs", None),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), HOSTILE)
+def test_md_escapes_what_could_start_markup_and_nothing_else(raw, expected):
+    assert render.md(raw) == (raw if expected is None else expected)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a | b", "a \\| b"),
+        ("`x|y` z", "`x\\|y` z"),
+        ("a\\|b", "a\\\\\\|b"),
+        ("two\nlines | 或 \u2028 三", "two lines \\| 或 三"),
+    ],
+)
+def test_md_in_a_table_cell_escapes_pipes_too(raw, expected):
+    assert render.md(raw, table=True) == expected
+
+
+def plain(token: Token, ticks: bool = True) -> str:
+    """An inline token's text as a reader sees it; code spans keep their backticks if `ticks`."""
+    out = []
+    for child in token.children or []:
+        if child.type == "code_inline":
+            out.append(f"{child.markup}{child.content}{child.markup}" if ticks else child.content)
+        elif child.type in ("text", "softbreak"):
+            out.append(child.content or " ")
+    return "".join(out)
+
+
+TABLE = "| a |\n| - |\n| {} |"
+CONTEXTS = {
+    "heading": ("### 标题 {}", "标题 "),
+    "bullet": ("- {}", ""),
+    "numbered": ("1. {}", ""),
+    "paragraph": ("{}", ""),
+    "after text": ("原标题：{}", "原标题："),
+    "table cell": ("| a | b |\n| --- | --- |\n| {} | x |", ""),
+}
+
+
+@pytest.mark.parametrize("raw", [raw for raw, _ in HOSTILE])
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_escaped_text_reads_back_as_itself(raw, context):
+    shape, prefix = CONTEXTS[context]
+    table = context == "table cell"
+    tokens = MARKDOWN.parse(shape.format(render.md(raw, table=table)))
+    assert [t.type for t in tokens] == [t.type for t in MARKDOWN.parse(shape.format("x"))]
+    inline = [t for t in tokens if t.type == "inline"][2 if table else 0]
+    assert {c.type for c in inline.children or []} <= {"text", "code_inline"}
+    assert plain(inline) == prefix + render.one_line(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("rocket/__init__.py", "`rocket/__init__.py`"),
+        ("a`b", "``a`b``"),
+        ("`x", "`` `x ``"),
+        ("a``b`", "``` a``b` ```"),
+        ("a\nb", "`a b`"),
+        ("", ""),
+    ],
+)
+def test_code_shows_its_text_exactly(raw, expected):
+    assert render.code(raw) == expected
+    if raw:
+        table = render.code(raw + "|x", table=True)
+        for doc, shown in ((render.code(raw), raw), (TABLE.format(table), raw + "|x")):
+            cell = [t for t in MARKDOWN.parse(doc) if t.type == "inline"][-1]
+            spans = [(c.type, c.content) for c in cell.children or []]
+            assert spans == [("code_inline", render.one_line(shown))], doc
+
+
+def test_paragraphs_split_at_blank_lines_and_separators():
+    text = "一\n二\r\n\r\n三\u2029四\u2028五\n \n\n"
+    assert render.paragraphs(text) == ["一 二", "三", "四 五"]
+    assert render.paragraphs("") == []
+
+
+# A model reply that tries to leave its field: a table, a heading, a list, a quote, raw HTML.
+INJECT = "标题\n\n| a | b |\n|---|---|\n# 标题\n- 列表\u2028> 引用\u2029<b>粗</b>\r\n1. 一"
+INJECTED = render.one_line(INJECT)
+
+
+def shape(text: str) -> Counter[str]:
+    """How many of each block a document holds."""
+    return Counter(t.type for t in MARKDOWN.parse(text) if t.nesting == 1 or t.type == "html_block")
+
+
+def inline_texts(text: str) -> list[str]:
+    return [plain(t) for t in MARKDOWN.parse(text) if t.type == "inline"]
+
+
+def injected_digest(text: str, advice: str) -> PRDigest:
+    d = digest()
+    c = d.content
+    content = c.model_copy(
+        update={
+            "title": text,
+            "importance_reason": text,
+            "advice": advice,
+            "design_decisions": [text, *c.design_decisions],
+            "risks": [text],
+            "follow_ups": [text],
+        }
+    )
+    return d.model_copy(update={"content": content, "original_title": text})
+
+
+def test_model_text_stays_in_its_place_in_a_digest():
+    text = render.digest_markdown(injected_digest(INJECT, INJECT))
+    benign = "\n\n".join("x" for _ in render.paragraphs(INJECT))
+    assert shape(text) == shape(render.digest_markdown(injected_digest("x", benign)))
+    texts = inline_texts(text)
+    assert texts[0] == f"#101 {INJECTED}"
+    assert texts[1].startswith(f"原标题：{INJECTED} · @lin-yue")
+    assert texts[2].endswith(f"/10：{INJECTED}")
+    assert texts[3:6] == render.paragraphs(INJECT)
+    assert texts.count(INJECTED) == 3  # a design decision, a risk, a follow-up
+
+
+def hostile_narrative_report() -> WeeklyReport:
+    r = report()
+    assert r.narrative is not None
+    n = r.narrative
+    key_prs = [n.key_prs[0].model_copy(update={"topic": INJECT, "note": INJECT}), *n.key_prs[1:]]
+    trends = [n.trends[0].model_copy(update={"theme": INJECT, "judgement": INJECT})]
+    narrative = n.model_copy(
+        update={
+            "summary": INJECT,
+            "highlights": [INJECT, *n.highlights[1:]],
+            "risks": [INJECT, *n.risks[1:]],
+            "key_changes": [INJECT, *n.key_changes[1:]],
+            "follow_ups": [INJECT, *n.follow_ups[1:]],
+            "trends": [*trends, *n.trends[1:]],
+            "key_prs": key_prs,
+        }
+    )
+    digests = [
+        r.digests[0].model_copy(
+            update={
+                "labels": [INJECT],
+                "content": r.digests[0].content.model_copy(update={"title": INJECT}),
+            }
+        ),
+        *r.digests[1:],
+    ]
+    return r.model_copy(update={"narrative": narrative, "digests": digests})
+
+
+def test_model_text_stays_in_its_place_in_a_weekly_report():
+    hostile = hostile_narrative_report()
+    text = render.weekly_markdown(hostile)
+    assert shape(text) == shape(render.weekly_markdown(report()))
+    texts = inline_texts(text)
+    # a highlight, two risks, a key change, a follow-up, a trend row, three key-PR cells, a title
+    assert texts.count(INJECTED) == 11
+    assert any(t.endswith(f"。{INJECTED}") for t in texts)  # the summary after the figures
+
+
+def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
+    hostile = hostile_narrative_report()
+    text = render.labels_markdown(hostile)
+    tokens = MARKDOWN.parse(text)
+    headings = [plain(t) for t, up in zip(tokens[1:], tokens) if up.type == "heading_open"]
+    assert f"{render.one_line(tag_name(INJECT))}（1）" in headings
+    assert headings.count(f"#101 {INJECTED}") == 3  # under rollout, bugfix and the label
+    before = shape(render.labels_markdown(report()))["heading_open"]
+    assert shape(text)["heading_open"] == before + 2  # the label's group and #101 under it
+    assert "table_open" not in shape(text) and "blockquote_open" not in shape(text)

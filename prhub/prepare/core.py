@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from prhub.config import Settings
 from prhub.errors import ConfigError
@@ -70,6 +71,13 @@ def _entry(order: int, file: FileChange, settings: Settings, clean: Callable[...
     return e
 
 
+def pr_fields(pr: PullRequest) -> dict[str, Any]:
+    """What a prepared PR keeps of the PR as it is: who, where, how big, reviews, references."""
+    names = ("repo", "number", "author", "labels", "base_ref", "head_ref", "additions")
+    more = ("deletions", "reviews", "referenced_issues")
+    return {name: getattr(pr, name) for name in (*names, *more)}
+
+
 def prepare(
     pr: PullRequest, settings: Settings, *, chunk_budget: int, index_budget: int
 ) -> PreparedPR:
@@ -113,18 +121,9 @@ def prepare(
         }
     )
     return PreparedPR(
-        repo=pr.repo,
-        number=pr.number,
+        **pr_fields(pr),
         title=title,
         body=body,
-        author=pr.author,
-        labels=pr.labels,
-        base_ref=pr.base_ref,
-        head_ref=pr.head_ref,
-        additions=pr.additions,
-        deletions=pr.deletions,
-        reviews=pr.reviews,
-        referenced_issues=pr.referenced_issues,
         files=views,
         chunks=chunks,
         index=index,

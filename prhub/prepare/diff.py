@@ -6,41 +6,50 @@ import re
 from dataclasses import dataclass, field
 
 from prhub.model import FileChange, View
+from prhub.paths import kind
 from prhub.prepare.noise import is_pure_rename
 from prhub.prepare.tokens import count, truncate
 
-TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "e2e"})
-DOC_EXTS = frozenset("md rst txt adoc org ipynb".split())
-CONFIG_EXTS = frozenset("yml yaml toml ini cfg conf json jsonc env lock xml properties".split())
-CONFIG_NAMES = frozenset(
-    "makefile codeowners license setup.cfg .gitignore .gitattributes .dockerignore".split()
-)
-CI_DIRS = frozenset({".github", ".gitlab", ".circleci", ".buildkite", ".ci", "ci", "docs", "doc"})
 _HUNK_RANGE = re.compile(r"@@ [^@\n]*@@")
+_HUNK_START = re.compile(r"^(?=@@)", re.M)
+TIERS = {"test": 1, "docs": 2, "config": 2}
 
 
 def tier(path: str) -> int:
-    """0 for source code, 1 for tests, 2 for docs, config and CI: lower ranks first."""
-    parts = path.lower().split("/")
-    name = parts[-1]
-    stem, dot, ext = name.rpartition(".")
-    if not dot:
-        stem, ext = name, ""
-    if (
-        TEST_DIRS.intersection(parts[:-1])
-        or name.startswith("test_")
-        or stem.endswith(("_test", ".test", ".spec", "_spec"))
-        or name == "conftest.py"
-    ):
-        return 1
-    if (
-        parts[0] in CI_DIRS
-        or ext in DOC_EXTS | CONFIG_EXTS
-        or name in CONFIG_NAMES
-        or name.startswith(("dockerfile", "requirements", ".env", ".pre-commit"))
-    ):
-        return 2
-    return 0
+    """1 for tests, 2 for docs and config, 0 for source and the rest: lower ranks first."""
+    return TIERS.get(kind(path), 0)
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk of a unified diff: its @@ line ("" for text before the first) and its lines."""
+
+    header: str
+    lines: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join((self.header, *self.lines) if self.header else self.lines)
+
+    @property
+    def changed(self) -> int:
+        """Lines starting with + or -."""
+        return sum(line.startswith(("+", "-")) for line in self.lines)
+
+
+def parse_hunks(patch: str | None) -> list[Hunk]:
+    """The hunks of a unified-diff patch, without trailing empty lines."""
+    hunks = []
+    for piece in _HUNK_START.split(patch or ""):
+        piece = piece.rstrip("\n")
+        if not piece:
+            continue
+        first, *rest = piece.split("\n")
+        if first.startswith("@@"):
+            hunks.append(Hunk(first, tuple(rest)))
+        else:
+            hunks.append(Hunk("", (first, *rest)))
+    return hunks
 
 
 @dataclass
@@ -107,19 +116,15 @@ def header(file: FileChange, path: str, previous: str | None) -> str:
 
 def split_hunks(patch: str) -> list[tuple[str, int]]:
     """The hunks of a unified-diff patch with their changed lines; deletion-only ones collapsed."""
-    hunks = []
-    parts = patch.split("\n@@ ")
-    for i, hunk in enumerate(parts):
-        hunk = ("@@ " + hunk if i else hunk).rstrip("\n")
-        if not hunk:
-            continue
-        if "\n+" not in hunk and "\n-" in hunk:
-            m = _HUNK_RANGE.match(hunk)
-            deleted = hunk.count("\n-")
-            hunks.append((f"{m.group() if m else '@@'} ({deleted} lines deleted)", deleted))
+    out = []
+    for hunk in parse_hunks(patch):
+        deleted = sum(line.startswith("-") for line in hunk.lines)
+        if deleted and not any(line.startswith("+") for line in hunk.lines):
+            m = _HUNK_RANGE.match(hunk.header)
+            out.append((f"{m.group() if m else '@@'} ({deleted} lines deleted)", deleted))
         else:
-            hunks.append((hunk, changed_lines(hunk)))
-    return hunks
+            out.append((hunk.text, hunk.changed))
+    return out
 
 
 def changed_lines(text: str) -> int:

@@ -8,6 +8,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from prhub.model import PullRequest
+
 # Names whose assigned value is a secret when the value also looks random: password, passwd,
 # secret, secret_key, token, api_key, apikey, access_key (and so client_secret, GITHUB_TOKEN).
 _NAMES = r"(?:pass(?:word|wd)|secret(?:[_-]?key)?|token|a(?:pi[_-]?key|pikey|ccess[_-]?key))"
@@ -156,3 +158,26 @@ def redact(text: str, *, env_file: bool = False) -> tuple[str, dict[str, int]]:
         if new is not text:
             text, low = new, None
     return text, dict(counts)
+
+
+def scrub(pr: PullRequest) -> PullRequest:
+    """The PR with secret-shaped text replaced by markers, before it is kept or shown."""
+    counts: Counter[str] = Counter()
+
+    def clean(text: str, env_file: bool = False) -> str:
+        cleaned, found = redact(text, env_file=env_file)
+        counts.update(found)
+        return cleaned
+
+    files = [
+        f.model_copy(
+            update={
+                "path": clean(f.path),
+                "previous_path": clean(f.previous_path) if f.previous_path else None,
+                "patch": clean(f.patch, is_env_file(f.path)) if f.patch is not None else None,
+            }
+        )
+        for f in pr.files
+    ]
+    update = {"title": clean(pr.title), "body": clean(pr.body), "files": files}
+    return pr.model_copy(update={**update, "redactions": dict(counts + Counter(pr.redactions))})

@@ -23,6 +23,7 @@ API = "https://api.github.com"
 DOCS = "https://docs.github.com/rest"
 SEARCH_LIMIT = 1000
 
+# A body of bytes is sent as is: for answers that are not JSON, or not whole.
 Answer = tuple[int, dict[str, str], Any]
 
 
@@ -32,7 +33,10 @@ class StandIn:
     prefix = ""  # path of the API root, part of .url
     fault_kinds: tuple[str, ...] = ()
 
-    def __init__(self, *, port: int = 0, fault_rate: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, *, host: str = "127.0.0.1", port: int = 0, fault_rate: float = 0.0, seed: int = 0
+    ) -> None:
+        self.host = host  # any 127.x.y.z address: another "host" on the same machine
         self.port = port
         self.url = ""
         self.fault_rate = fault_rate
@@ -48,11 +52,11 @@ class StandIn:
         self.log: Any = None
 
     def start(self) -> StandIn:
-        """Bind 127.0.0.1 and serve in a daemon thread."""
+        """Bind the loopback address and serve in a daemon thread."""
         handler = type("Handler", (_Handler,), {"standin": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._server = ThreadingHTTPServer((self.host, self.port), handler)
         self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}{self.prefix}"
+        self.url = f"http://{self.host}:{self.port}{self.prefix}"
         # A short poll interval keeps stop() quick; the default makes it wait up to 0.5 s.
         serve = self._server.serve_forever
         threading.Thread(target=serve, kwargs={"poll_interval": 0.02}, daemon=True).start()
@@ -168,16 +172,24 @@ class _Handler(BaseHTTPRequestHandler):
                 standin.errors.append(repr(exc))
             answer = 500, {}, {"message": f"stand-in error: {exc!r}"}
         status, extra, payload = answer
-        rendered = standin.render(payload)
-        try:
-            data = json.dumps(rendered, ensure_ascii=False).encode()
-        except UnicodeEncodeError:  # lone surrogates: valid JSON only as \u escapes
-            data = json.dumps(rendered).encode()
+        if isinstance(payload, bytes):
+            data = payload
+        else:
+            rendered = standin.render(payload)
+            try:
+                data = json.dumps(rendered, ensure_ascii=False).encode()
+            except UnicodeEncodeError:  # lone surrogates: valid JSON only as \u escapes
+                data = json.dumps(rendered).encode()
+        headers = {**standin.headers(request), **extra}
+        # A scripted Content-Length may lie about the body; closing after it keeps the lie to
+        # this one answer instead of leaving stray bytes for the next request to read.
+        headers.setdefault("Content-Length", str(len(data)))
+        if headers["Content-Length"] != str(len(data)):
+            self.close_connection = True
         try:
             self.send_response(status)
-            for name, value in {**standin.headers(request), **extra}.items():
+            for name, value in headers.items():
                 self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
@@ -238,19 +250,43 @@ class GitHubStandIn(StandIn):
         data_dir: Path,
         *,
         token: str | None = None,
+        host: str = "127.0.0.1",
         port: int = 0,
         fault_rate: float = 0.0,
         seed: int = 0,
     ) -> None:
-        super().__init__(port=port, fault_rate=fault_rate, seed=seed)
+        super().__init__(host=host, port=port, fault_rate=fault_rate, seed=seed)
         self.data_dir = Path(data_dir)
         self.token = token
         # resource -> [limit, window seconds, used, reset epoch], as GitHub counts per hour/minute
         self._limits = {"core": [5000, 3600, 0, 0], "search": [30, 60, 0, 0]}
 
     def script(self, path_regex: str, responses: list[Any]) -> None:
-        """Answer the next requests whose path matches with `responses`, in order."""
+        """Answer the next requests whose path matches with `responses`, in order.
+
+        Besides "reset", ("sleep", s) and (status, headers, body): ("redirect", status, base)
+        sends the request on to the same path and query under `base`, as GitHub does for a
+        renamed repository, and ("redirect", status, base, prefix) with `prefix` dropped from
+        the path; ("incomplete",) is the normal answer cut short with incomplete_results true,
+        as GitHub answers when its search times out.
+        """
         self._queue(path_regex, responses)
+
+    def scripted_answer(self, item: Any, request: dict[str, Any]) -> Answer:
+        if item[0] == "redirect":
+            status, base, prefix = (*item[1:], "")[:3]
+            query = urlencode(request["query"], doseq=True)
+            path = request["path"].removeprefix(prefix)
+            location = f"{base}{path}{'?' + query if query else ''}"
+            docs = f"{DOCS}/using-the-rest-api/best-practices-for-using-the-rest-api"
+            moved = {301: "Moved Permanently", 308: "Permanent Redirect"}
+            body = {"message": moved.get(status, "Temporary Redirect"), "url": location}
+            return status, {"Location": location}, {**body, "documentation_url": docs}
+        if item[0] == "incomplete":
+            status, headers, body = self.answer(request)
+            items = body["items"]
+            return status, headers, {**body, "incomplete_results": True, "items": items[:-1]}
+        return super().scripted_answer(item, request)
 
     def render(self, body: Any) -> Any:
         # PyGithub follows the url fields it is given, so they must point here.

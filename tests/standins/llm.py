@@ -1,4 +1,8 @@
-"""An OpenAI chat-completions stand-in on 127.0.0.1 that answers with schema-valid JSON."""
+"""An OpenAI chat-completions stand-in on 127.0.0.1 that answers with schema-valid JSON.
+
+It answers as OpenAI does by default; `flavour` makes it refuse json_schema the way DeepSeek
+(400) or llama-cpp-python's server (500) do, and `replay` serves recorded reply bodies.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from prhub.prepare import tokens
@@ -23,6 +28,18 @@ FORMATS = {
     "uuid": "00000000-0000-4000-8000-000000000000",
 }
 _ids = itertools.count(1)
+# How servers without json_schema refuse it: (status, message, error type). Only llama-cpp-python's
+# server, which answers 500 from a pydantic check, also takes {"type": "json_object", "schema": ...}
+# and enforces it with a grammar; OpenAI refuses that key.
+REFUSALS = {
+    "deepseek": (400, "This response_format type is unavailable now", "invalid_request_error"),
+    "llama-cpp-python": (
+        500,
+        "1 validation error for ChatCompletionRequestResponseFormat\ntype\n  Input should be "
+        "'text' or 'json_object' [type=literal_error, input_value='json_schema', input_type=str]",
+        "internal_server_error",
+    ),
+}
 
 
 def _error(status: int, message: str, kind: str, param: str | None, code: str | None) -> Answer:
@@ -121,12 +138,47 @@ def embedded_schema(text: str) -> dict[str, Any] | None:
     return found
 
 
+def embedded_example(text: str) -> dict[str, Any] | None:
+    """The last example reply (a ```json fence holding no JSON Schema) written into a prompt."""
+    found = None
+    for block in re.findall(r"```json\s*\n(.*?)```", text, re.DOTALL):
+        try:
+            value = json.loads(block)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and "properties" not in value:
+            found = value
+    return found
+
+
+def follow_example(value: Any) -> Any:
+    """What a model that follows an example writes: a choice of "a|b|c", numbers for numbers."""
+    if isinstance(value, dict):
+        return {key: follow_example(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [follow_example(item) for item in value]
+    if not isinstance(value, str):
+        return value
+    if value.startswith("<") and re.search(r"(整数|数字)>$", value):
+        low = re.search(r"(\d+(?:\.\d+)?)–", value)
+        number = float(low.group(1)) if low else 1.0
+        return int(max(number, 1)) if value.endswith("整数>") else max(number, 1.0)
+    if value.startswith("<"):
+        return PLACEHOLDER
+    return value.split("|")[0]
+
+
 def default_responder(body: dict[str, Any]) -> str:
-    """JSON that fits the requested schema, or the schema the prompt carries, else "{}"."""
+    """JSON that fits the requested schema, or the example or schema the prompt carries."""
     response_format = body.get("response_format") or {}
     if response_format.get("type") == "json_schema":
         schema = response_format["json_schema"]["schema"]
         return json.dumps(schema_instance(schema), ensure_ascii=False)
+    if isinstance(response_format.get("schema"), dict):  # llama.cpp's grammar-enforced form
+        return json.dumps(schema_instance(response_format["schema"]), ensure_ascii=False)
+    example = embedded_example(prompt_text(body))
+    if example is not None:
+        return json.dumps(follow_example(example), ensure_ascii=False)
     schema = embedded_schema(prompt_text(body))
     return json.dumps(schema_instance(schema) if schema else {}, ensure_ascii=False)
 
@@ -176,12 +228,16 @@ class LLMStandIn(StandIn):
         port: int = 0,
         fault_rate: float = 0.0,
         seed: int = 0,
+        flavour: str = "openai",
     ) -> None:
         super().__init__(port=port, fault_rate=fault_rate, seed=seed)
         self.api_key = api_key
         self.latency = latency
         self.responder = responder or default_responder
         self.context_limit = context_limit
+        if flavour != "openai" and flavour not in REFUSALS:
+            raise ValueError(f"unknown flavour {flavour!r}")
+        self.flavour = flavour
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -192,6 +248,12 @@ class LLMStandIn(StandIn):
     def script(self, responses: list[Any]) -> None:
         """Answer the next chat completion requests with `responses`, in order."""
         self._queue(r"/chat/completions$", responses)
+
+    def replay(self, path: Path) -> dict[str, Any]:
+        """Answer the next requests with a recorded reply file's responses; its record."""
+        record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        self.script([(r["status"], {}, r["body"]) for r in record["responses"]])
+        return record
 
     def headers(self, request: dict[str, Any]) -> dict[str, str]:
         return {
@@ -255,7 +317,7 @@ class LLMStandIn(StandIn):
         return self._completion(body, self.responder(body))
 
     def _refusal(self, body: Any) -> Answer | None:
-        """The 400 OpenAI gives for a malformed request, or None."""
+        """The error the server gives for a request it does not take, or None."""
         bad = "invalid_request_error"
         if not isinstance(body, dict):
             return _error(400, "We could not parse the JSON body of your request.", bad, None, None)
@@ -274,6 +336,12 @@ class LLMStandIn(StandIn):
                     "'response_format' of type 'json_object'."
                 )
                 return _error(400, message, bad, "messages", None)
+        if response_format.get("type") == "json_schema" and self.flavour in REFUSALS:
+            status, message, kind = REFUSALS[self.flavour]
+            return _error(status, message, kind, None, None)
+        if "schema" in response_format and self.flavour != "llama-cpp-python":
+            message = "Unknown parameter: 'response_format.schema'."
+            return _error(400, message, bad, "response_format.schema", "unknown_parameter")
         if response_format.get("type") == "json_schema":
             spec = response_format.get("json_schema") or {}
             if "name" not in spec or not isinstance(spec.get("schema"), dict):

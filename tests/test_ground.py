@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from prhub import pipeline, render
+from prhub import render
 from prhub.config import Settings
+from prhub.digest import digest_pr
 from prhub.llm import LLM
 from prhub.model import DigestContent
 from tests.conftest import OPENAI_KEY
@@ -42,7 +43,7 @@ def digest(llm: LLMStandIn, body: str):
     config = Settings(openai_base_url=llm.url, openai_api_key=OPENAI_KEY, max_attempts=1)
     client = LLM(config)
     try:
-        return pipeline.digest_pr(pr, config, client)
+        return digest_pr(pr, config, client)
     finally:
         client.close()
 

@@ -1,0 +1,211 @@
+"""One prepared PR to one validated digest: budgets, the call plan, map-reduce through `llm`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+from prhub.config import Settings
+from prhub.errors import ConfigError
+from prhub.ground import ground_digest
+from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
+from prhub.model import (
+    ChunkNotes,
+    Coverage,
+    DigestContent,
+    DigestMeta,
+    PRDigest,
+    PreparedPR,
+    PullRequest,
+    parse_title,
+    tag_name,
+)
+from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
+from prhub.prepare.core import pr_fields
+from prhub.prepare.tokens import truncate
+
+NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
+MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
+MIN_INDEX = 500  # the final call's file index needs at least this many tokens
+
+Messages = list[dict[str, str]]
+
+
+def prompt(settings: Settings, task: str) -> Prompt:
+    """The latest version of a task's prompt, the user's --prompt-dir first."""
+    return load_prompt(task, prompt_dir=settings.prompt_dir)
+
+
+def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int]:
+    """Tokens left for one call's diff chunk and for the final call's file index."""
+    digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
+    schema, notes_schema = schema_text(settings, DigestContent), schema_text(settings, ChunkNotes)
+    stub = _stub(pr)
+    fixed = max(
+        _tokens(digest_prompt, settings, stub, diff="", notes=[], index="", schema=schema),
+        _tokens(notes_prompt, settings, stub, diff="", part=9, parts=9, schema=notes_schema),
+    )
+    chunk_budget = settings.input_budget - fixed - TITLE_BUDGET - BODY_BUDGET - MARGIN
+    index_budget = chunk_budget - settings.max_calls * NOTE_BUDGET
+    if index_budget < MIN_INDEX:
+        raise ConfigError(
+            f"input budget {settings.input_budget} is too small for a digest prompt: "
+            f"raise --input-budget to at least {settings.input_budget - index_budget + MIN_INDEX}"
+        )
+    return chunk_budget, index_budget
+
+
+def plan(pr: PullRequest, settings: Settings) -> tuple[PreparedPR, list[Messages]]:
+    """The PR prepared within budget, and the messages of its first calls: one, or one a chunk."""
+    chunk_budget, index_budget = budgets(pr, settings)
+    prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
+    if len(prepared.chunks) == 1:
+        first = prompt(settings, "digest").messages(
+            **_context(prepared),
+            diff=prepared.chunks[0],
+            notes=[],
+            index="",
+            schema=schema_text(settings, DigestContent),
+        )
+        return prepared, [first]
+    notes_prompt = prompt(settings, "digest_notes")
+    schema = schema_text(settings, ChunkNotes)
+    return prepared, [
+        notes_prompt.messages(
+            **_context(prepared), diff=chunk, part=i, parts=len(prepared.chunks), schema=schema
+        )
+        for i, chunk in enumerate(prepared.chunks, 1)
+    ]
+
+
+def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
+    """The calls and prompt tokens digesting `pr` would take, the final map-reduce call included."""
+    prepared, calls = plan(pr, settings)
+    tokens = sum(message_tokens(m, settings.encoding) for m in calls)
+    if len(calls) == 1:
+        return 1, tokens
+    final = _final_messages(prepared, [], settings)  # fixed text and the index; notes added below
+    tokens += message_tokens(final, settings.encoding) + len(calls) * NOTE_BUDGET
+    return len(calls) + 1, tokens
+
+
+def digest_pr(pr: PullRequest, settings: Settings, llm: LLM, key: str = "") -> PRDigest:
+    """Digests a PR; re-planned once within a smaller budget if the endpoint says it overflows.
+
+    `key` is the cache key the digest is stored under; it names the settings asked for, not
+    the smaller budget a retry used, or the next run would not find it.
+    """
+    try:
+        digest = _digest_pr(pr, settings, llm)
+    except ContextTooLong as exc:
+        smaller = exc.smaller_budget(settings.input_budget)
+        if smaller is None:
+            raise
+        try:
+            digest = _digest_pr(pr, settings.model_copy(update={"input_budget": smaller}), llm)
+        except ConfigError:  # the context the endpoint reported cannot hold any digest prompt
+            raise exc from None
+    return digest.model_copy(update={"meta": digest.meta.model_copy(update={"cache_key": key})})
+
+
+def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
+    """Prepares a PR within the token budget and asks the model for its digest."""
+    digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
+    prepared, calls = plan(pr, settings)
+    if len(calls) == 1:
+        content, usage = llm.complete(calls[0], DigestContent)
+        prompt_id = digest_prompt.id
+    else:
+        # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
+        with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+            results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
+        notes = [trim_notes(note, settings) for note, _ in results]
+        content, usage = llm.complete(_final_messages(prepared, notes, settings), DigestContent)
+        usage = sum((u for _, u in results), usage)
+        prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
+
+    content, dropped = ground_digest(content, pr)
+    modules, kind, breaking = parse_title(pr.title)
+    return PRDigest(
+        repo=pr.repo,
+        number=pr.number,
+        url=pr.url,
+        original_title=prepared.title,
+        author=pr.author,
+        merged_at=pr.merged_at,
+        labels=pr.labels,
+        modules=modules,
+        kind=kind,
+        breaking=breaking,
+        additions=pr.additions,
+        deletions=pr.deletions,
+        changed_files=pr.changed_files or len(pr.files),
+        content=content,
+        meta=DigestMeta(
+            prompt=prompt_id,
+            model=settings.model,
+            usage=usage,
+            coverage=prepared.coverage.model_copy(
+                update={"unlisted": max(0, pr.changed_files - len(pr.files))}
+            ),
+            redactions=dict(Counter(pr.redactions) + Counter(prepared.redactions)),
+            dropped_citations=dropped,
+            cache_key="",
+            created_at=datetime.now(UTC),
+        ),
+    )
+
+
+def retag(digest: PRDigest, settings: Settings) -> PRDigest:
+    """The digest's modules and labels in the repository's own tag spellings."""
+    if not settings.tags:
+        return digest
+    modules = list(dict.fromkeys(tag_name(m, settings.tags) for m in digest.modules))
+    labels = list(dict.fromkeys(tag_name(x, settings.tags) for x in digest.labels))
+    return digest.model_copy(update={"modules": modules, "labels": labels})
+
+
+def trim_notes(note: ChunkNotes, settings: Settings) -> ChunkNotes:
+    """Notes cut to their share of the final prompt (NOTE_BUDGET tokens with the labels)."""
+    enc = settings.encoding
+    return ChunkNotes(
+        summary=truncate(note.summary, 250, enc),
+        key_files=[truncate(f, 30, enc) for f in note.key_files[:5]],
+        identifiers=[truncate(i, 10, enc) for i in note.identifiers[:8]],
+        risks=[truncate(r, 35, enc) for r in note.risks[:3]],
+    )
+
+
+def _final_messages(prepared: PreparedPR, notes: list[ChunkNotes], settings: Settings) -> Messages:
+    """The reduce call of a map-reduce: chunk notes and the whole file index."""
+    return prompt(settings, "digest").messages(
+        **_context(prepared),
+        diff="",
+        notes=notes,
+        index=prepared.index,
+        schema=schema_text(settings, DigestContent),
+    )
+
+
+def _stub(pr: PullRequest) -> PreparedPR:
+    """The PR's prompt metadata without its title, body and diff, to measure the fixed cost."""
+    return PreparedPR(
+        **pr_fields(pr),
+        title="",
+        body="",
+        files=[],
+        chunks=[""],
+        index="",
+        coverage=Coverage(full=[f.path for f in pr.files]),
+    )
+
+
+def _context(prepared: PreparedPR) -> dict[str, Any]:
+    states = Counter(review.state for review in prepared.reviews)
+    return {"pr": prepared, "review_states": sorted(states.items())}
+
+
+def _tokens(p: Prompt, settings: Settings, stub: PreparedPR, **variables: Any) -> int:
+    return message_tokens(p.messages(**_context(stub), **variables), settings.encoding)

@@ -1,0 +1,65 @@
+"""Work over many PRs on a bounded pool: one PR's failure is listed, a run-wide one stops all."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TypeVar
+
+from prhub.errors import (
+    ConfigError,
+    GitHubAuthError,
+    GitHubUnavailable,
+    LLMRequestError,
+    LLMUnavailable,
+    PrhubError,
+    StoreError,
+)
+from prhub.llm import ContextTooLong
+from prhub.model import FailedPR
+
+V = TypeVar("V")
+T = TypeVar("T")
+
+# Errors that would fail every PR alike: stop the run instead of listing each PR as failed.
+FATAL = (ConfigError, GitHubAuthError, StoreError)
+DOWN = 3  # this many PRs failing for an unreachable service, and none succeeding: stop
+
+
+def stops_run(exc: PrhubError, failures: int, successes: int) -> bool:
+    """Whether `exc` ends the whole run rather than only its PR."""
+    if isinstance(exc, FATAL):
+        return True
+    if isinstance(exc, LLMRequestError) and not isinstance(exc, ContextTooLong):
+        return True  # a refused request (bad key, unknown model) is refused for every PR
+    return failures >= DOWN and not successes  # the service is down, not one PR
+
+
+def each(
+    inputs: Mapping[int, V],
+    work: Callable[[int, V], T],
+    jobs: int,
+    tick: Callable[[int], None] = lambda _: None,
+) -> tuple[dict[int, T], list[FailedPR]]:
+    """Runs `work` per PR, in the order given, on `jobs` threads.
+
+    Returns the results and the PRs that failed on their own; raises what stops the run.
+    """
+    results: dict[int, T] = {}
+    failed: list[FailedPR] = []
+    down = 0  # PRs lost to a service that kept failing
+    tick(0)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(work, n, value): n for n, value in inputs.items()}
+        for done, future in enumerate(as_completed(futures), 1):
+            number = futures[future]
+            try:
+                results[number] = future.result()
+            except PrhubError as exc:
+                down += isinstance(exc, LLMUnavailable | GitHubUnavailable)
+                if stops_run(exc, down, len(results)):
+                    pool.shutdown(cancel_futures=True)
+                    raise
+                failed.append(FailedPR(number=number, error=str(exc)))
+            tick(done)
+    return results, sorted(failed, key=lambda f: f.number)

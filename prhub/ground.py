@@ -1,0 +1,151 @@
+"""Pure checks of what a model cites: PR numbers, paths and identifiers must be in its input."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from prhub.model import DigestContent, PullRequest, WeeklyFacts, WeeklyNarrative
+from prhub.source import references
+
+SPAN = re.compile(r"`([^`\n]+)`")
+PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
+NUMBER = re.compile(r"#(\d+)")
+COUNTED = re.compile(r"(\d+)(\s*个\s*(?:PR|pr|合并请求))")
+
+
+class _Tally:
+    """Counts what a grounding pass drops."""
+
+    def __init__(self) -> None:
+        self.dropped = 0
+
+    def keep_items(self, items: list[str], unknown: Callable[[str], list[str]]) -> list[str]:
+        kept = [item for item in items if not unknown(item)]
+        self.dropped += len(items) - len(kept)
+        return kept
+
+    def keep_numbers(self, values: list[int], allowed: set[int]) -> list[int]:
+        kept = [v for v in dict.fromkeys(values) if v in allowed]
+        self.dropped += len(values) - len(kept)
+        return kept
+
+
+def pr_source(pr: PullRequest) -> str:
+    """All the text a digest of `pr` may cite from."""
+    return "\n".join(
+        [pr.title, pr.body, *(f.path for f in pr.files), *(f.previous_path or "" for f in pr.files)]
+        + [f.patch or "" for f in pr.files]
+    )
+
+
+def known_numbers(pr: PullRequest) -> set[int]:
+    """PR and issue numbers a digest of `pr` may cite."""
+    return {*pr.referenced_issues, *references(f"{pr.title}\n{pr.body}"), pr.number}
+
+
+def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int]:
+    """Drops what the digest cites that its input never had: PR numbers, paths, identifiers.
+
+    A list item citing something unknown goes; in running text the span loses its code marks.
+    Returns the digest and how many citations were dropped.
+    """
+    source, numbers = pr_source(pr), known_numbers(pr)
+    tally = _Tally()
+
+    def unknown(text: str) -> list[str]:
+        cited = [*SPAN.findall(text), *PATH.findall(SPAN.sub("", text))]
+        return [c for c in cited if c.strip() not in source] + [
+            f"#{n}" for n in map(int, NUMBER.findall(text)) if n not in numbers
+        ]
+
+    def unmark(text: str) -> str:
+        def span(match: re.Match[str]) -> str:
+            if match.group(1).strip() in source:
+                return match.group(0)
+            tally.dropped += 1
+            return match.group(1)
+
+        def number(match: re.Match[str]) -> str:
+            if int(match.group(1)) in numbers:
+                return match.group(0)
+            tally.dropped += 1
+            return ""
+
+        return NUMBER.sub(number, SPAN.sub(span, text))
+
+    grounded = content.model_copy(
+        update={
+            "title": unmark(content.title),
+            "advice": unmark(content.advice),
+            "importance_reason": unmark(content.importance_reason),
+            "design_decisions": tally.keep_items(content.design_decisions, unknown),
+            "risks": tally.keep_items(content.risks, unknown),
+            "follow_ups": tally.keep_items(content.follow_ups, unknown),
+            "related_prs": tally.keep_numbers(content.related_prs, numbers - {pr.number}),
+        }
+    )
+    return grounded, tally.dropped
+
+
+def fact_counts(facts: WeeklyFacts) -> set[int]:
+    """Every PR count the week's facts hold: the only ones a narrative may state."""
+    sizes = [len(facts.key_prs), len(facts.untested), len(facts.reverts), len(facts.breaking)]
+    return {
+        facts.pr_count,
+        *sizes,
+        *facts.tags.values(),
+        *(len(a.prs) for a in [*facts.authors, *facts.first_time]),
+        *(len(h.prs) for h in [*facts.hot_files, *facts.hot_dirs]),
+    }
+
+
+def ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrative, int]:
+    """Removes citations of PRs not in the week and PR counts the facts do not hold.
+
+    Returns the narrative and how many citations and figures went.
+    """
+    week, figures = set(facts.prs), fact_counts(facts)
+    tally = _Tally()
+
+    def clean(text: str) -> str:
+        def keep(match: re.Match[str]) -> str:
+            if int(match.group(1)) in week:
+                return match.group(0)
+            tally.dropped += 1
+            return ""
+
+        def counted(match: re.Match[str]) -> str:
+            if int(match.group(1)) in figures:
+                return match.group(0)
+            tally.dropped += 1
+            return "多" + match.group(2).lstrip()  # a count no fact backs: say "several"
+
+        text = COUNTED.sub(counted, NUMBER.sub(keep, text))
+        return re.sub(r"[（(]\s*[）)]", "", text).strip()
+
+    tally.dropped += sum(k.number not in week for k in n.key_prs)
+    grounded = WeeklyNarrative(
+        summary=clean(n.summary),
+        highlights=[clean(x) for x in n.highlights],
+        key_changes=[clean(x) for x in n.key_changes],
+        trends=[
+            t.model_copy(
+                update={
+                    "theme": clean(t.theme),
+                    "prs": [p for p in t.prs if p in week],
+                    "judgement": clean(t.judgement),
+                }
+            )
+            for t in n.trends
+        ],
+        risks=[clean(x) for x in n.risks],
+        key_prs=[
+            k.model_copy(update={"topic": clean(k.topic), "note": clean(k.note)})
+            for k in n.key_prs
+            if k.number in week
+        ],
+        follow_ups=[clean(x) for x in n.follow_ups],
+    )
+    tally.dropped += sum(len(t.prs) - len([p for p in t.prs if p in week]) for t in n.trends)
+    return grounded, tally.dropped

@@ -1,0 +1,106 @@
+"""The weekly prose around the computed facts, written through `llm` and grounded."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from prhub.config import Settings
+from prhub.digest import MARGIN, prompt
+from prhub.ground import ground_weekly
+from prhub.llm import LLM, message_tokens, schema_text
+from prhub.model import PRDigest, Usage, WeeklyFacts, WeeklyNarrative
+from prhub.prepare.tokens import count, truncate
+
+DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
+Messages = list[dict[str, str]]
+
+
+def digest_line(d: PRDigest, settings: Settings) -> str:
+    """One PR as the weekly prompt sees it."""
+    c = d.content
+    tags = ", ".join(d.tags)
+    parts = [
+        f"#{d.number} [{tags}] {c.title}",
+        f"{c.verdict}，重要性 {c.importance:.1f}：{c.importance_reason}",
+    ]
+    if c.risks:
+        parts.append("风险：" + "；".join(c.risks[:2]))
+    return truncate(" | ".join(parts), DIGEST_LINE_TOKENS, settings.encoding)
+
+
+def narrate(
+    facts: WeeklyFacts, digests: list[PRDigest], settings: Settings, llm: LLM
+) -> tuple[WeeklyNarrative, Usage, int]:
+    """The week's narrative, grounded in its facts; with its usage and the citations dropped.
+
+    One call when the week's digests fit the budget, else one per group and a final one.
+    """
+    lines = [digest_line(d, settings) for d in digests]
+    room = settings.input_budget - _fixed_tokens(facts, settings)
+    sizes = [count(line, settings.encoding) + 2 for line in lines]
+    if sum(sizes) <= room:
+        narrative, usage = llm.complete(_messages(facts, lines, [], settings), WeeklyNarrative)
+        grounded, dropped = ground_weekly(narrative, facts)
+        return grounded, usage, dropped
+
+    groups: list[list[str]] = [[]]
+    used = 0
+    for line, size in zip(lines, sizes, strict=True):
+        if groups[-1] and used + size > room:
+            groups.append([])
+            used = 0
+        groups[-1].append(line)
+        used += size
+    with ThreadPoolExecutor(max_workers=min(len(groups), settings.jobs)) as pool:
+        drafts = list(
+            pool.map(
+                lambda g: llm.complete(_messages(facts, g, [], settings), WeeklyNarrative), groups
+            )
+        )
+    usage = sum((u for _, u in drafts), Usage())
+    share = max(200, (room // 2) // len(drafts))
+    partials = [truncate(draft_text(n), share, settings.encoding) for n, _ in drafts]
+    short = [line.split(" | ")[0] for line in lines]
+    while short and count("\n".join(short + partials), settings.encoding) > room:
+        short = short[: len(short) * 3 // 4]  # keep the titles that fit, most important first
+    narrative, final = llm.complete(_messages(facts, short, partials, settings), WeeklyNarrative)
+    grounded, dropped = ground_weekly(narrative, facts)
+    return grounded, usage + final, dropped
+
+
+def planned_tokens(facts: WeeklyFacts, digests: int, settings: Settings) -> tuple[int, int]:
+    """The calls and prompt tokens the narrative of `digests` PRs would take, before they exist."""
+    if not digests:
+        return 0, 0
+    lines = ["#0 " + "字" * DIGEST_LINE_TOKENS] * digests  # each PR's line at its full share
+    tokens = message_tokens(_messages(facts, lines, [], settings), settings.encoding)
+    groups = -(-tokens // settings.input_budget)
+    return (1 if groups == 1 else groups + 1), tokens
+
+
+def draft_text(n: WeeklyNarrative) -> str:
+    """A partial narrative as text for the final call of a map-reduce."""
+    return "\n".join(
+        [n.summary, *n.highlights, *n.key_changes, *n.risks]
+        + [f"{t.theme}：{t.judgement}" for t in n.trends]
+    )
+
+
+def _messages(
+    facts: WeeklyFacts, lines: list[str], partials: list[str], settings: Settings
+) -> Messages:
+    period = (
+        f"{facts.start:%Y-%m-%d %H:%M} 至 {facts.end:%Y-%m-%d %H:%M}（{facts.tz}，不含结束时刻）"
+    )
+    return prompt(settings, "weekly").messages(
+        facts=facts,
+        period=period,
+        digests=lines,
+        partials=partials,
+        schema=schema_text(settings, WeeklyNarrative),
+    )
+
+
+def _fixed_tokens(facts: WeeklyFacts, settings: Settings) -> int:
+    empty = _messages(facts, [], [], settings)
+    return count("\n".join(m["content"] for m in empty), settings.encoding) + MARGIN

@@ -1,0 +1,124 @@
+"""Where results go: the format, the report path, and writes that never leave half a file."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
+
+from prhub import html, render
+from prhub.errors import OutputError
+from prhub.model import PRDigest, WeeklyReport
+
+Format = Literal["markdown", "json", "html"]
+SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}
+REPORTS = Path("reports")
+
+
+def digest_text(d: PRDigest, fmt: Format, tz: str) -> str:
+    """One digest in the asked format."""
+    if fmt == "json":
+        return render.digest_json(d)
+    if fmt == "html":
+        return html.digest_html(d, tz)
+    return render.digest_markdown(d, tz)
+
+
+def weekly_text(report: WeeklyReport, fmt: Format) -> str:
+    """A weekly report in the asked format."""
+    if fmt == "json":
+        return render.weekly_json(report)
+    if fmt == "html":
+        return html.weekly_html(report)
+    return render.weekly_markdown(report)
+
+
+def labels_text(report: WeeklyReport, tag: str | None) -> str:
+    """The week's digests grouped by tag, in Markdown."""
+    return render.labels_markdown(report, tag)
+
+
+def report_path(report: WeeklyReport, fmt: Format, root: Path = REPORTS) -> Path:
+    """reports/OWNER/REPO/YEAR-WNN.md, or START_LAST.md for a window of dates."""
+    facts = report.facts
+    if facts.week is not None:
+        name = f"{facts.year}-W{facts.week:02d}"
+    else:
+        last = facts.end - timedelta(seconds=1)  # the window's end is exclusive
+        name = f"{facts.start:%Y-%m-%d}_{last:%Y-%m-%d}"
+    return root / facts.repo / f"{name}.{SUFFIX[fmt]}"
+
+
+def target(out: str | None, default: Path) -> Path | None:
+    """Where `--out` says to write: None for "-" (stdout), the default when not given."""
+    if out == "-":
+        return None
+    return Path(out) if out else default
+
+
+def write(text: str, out: Path | None) -> None:
+    """Writes `text` to stdout (None), a device or FIFO as it is, or a regular file atomically.
+
+    A symlink is written through to its target; a directory is refused. A regular file is
+    replaced by rename, so no reader ever sees half of it.
+    """
+    if out is None:
+        _stdout(text)
+        return
+    path = Path(os.path.realpath(out))  # through symlinks: the link stays, its target changes
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise OutputError(f"cannot write {out}: it is a directory; name a file")
+    if mode is not None and not stat.S_ISREG(mode):
+        _direct(text, out)  # a device or FIFO: renaming over it would replace the node
+    else:
+        _atomic(text, path, out, mode)
+
+
+def _stdout(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def _direct(text: str, out: Path) -> None:
+    try:
+        with open(out, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def _atomic(text: str, path: Path, shown: Path, mode: int | None) -> None:
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # mkstemp's 0600 would hide the report from readers; a replaced file keeps its mode.
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # a power cut must not leave an empty report behind
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"cannot write {shown}: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,207 @@
+"""Replies: their shape as the prompt shows it; reading them tolerantly, validating strictly."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, TypeVar, get_args
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+# List items that say "nothing here" rather than name something.
+PLACEHOLDERS = frozenset(
+    {"", "-", "--", "—", "/", "none", "null", "nil", "n/a", "na", "无", "暂无", "没有", "无。"}
+)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_OUT_OF_TEN = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*/\s*10\s*")
+
+
+class ReplyError(ValueError):
+    """A reply that holds no object valid for the schema; str() is what to tell the model."""
+
+    def __init__(self, problem: str, detail: str | None = None) -> None:
+        super().__init__(problem)
+        self.detail = detail or problem  # every validation error, for the log
+
+
+# The prompts' own wording (v2), for messages rendered without the example.
+_SHAPE = (
+    "只输出一个 JSON 对象，不要输出思考过程或任何其他文字。按下面的格式填写：尖括号里是说明，"
+    "要换成你写的内容；用「|」分开的是可选值，只写其中一个；数字直接写数字；列表没有内容就写 []。"
+    "\n```json\n{example}\n```"
+)
+
+
+def example(schema: type[BaseModel]) -> dict[str, Any]:
+    """A compact example of a reply, each value saying what belongs there."""
+    root = schema.model_json_schema()
+
+    def value(node: dict[str, Any], note: str = "") -> Any:
+        if "$ref" in node:
+            node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+        note = node.get("description", note)
+        if "enum" in node:
+            return "|".join(map(str, node["enum"]))
+        kind = node.get("type")
+        if kind == "object":
+            return {name: value(sub) for name, sub in node.get("properties", {}).items()}
+        if kind == "array":
+            return [value(node.get("items", {}), note)]
+        if kind in ("integer", "number"):
+            word = "整数" if kind == "integer" else "数字"
+            span = f"{node.get('minimum', '')}–{node.get('maximum', '')}"
+            word = f"{span} 的{word}" if len(span) > 1 and span not in note else word
+            return f"<{note}，{word}>" if note else f"<{word}>"
+        return f"<{note or '文字'}>"
+
+    return value(root)
+
+
+def example_text(schema: type[BaseModel]) -> str:
+    """The example as the prompt shows it: indented, a list of one text on one line."""
+    text = json.dumps(example(schema), ensure_ascii=False, indent=1)
+    return re.sub(r"\[\s+(\"[^\"\n]*\")\s+\]", r"[\1]", text)
+
+
+def with_example(messages: list[dict[str, str]], schema: type[BaseModel]) -> list[dict[str, str]]:
+    """The messages with the reply's example in the system message, unless they carry it."""
+    text = example_text(schema)
+    if any(text in m["content"] for m in messages):
+        return messages
+    # Rendered before the endpoint's mode was learned, so the prompt does not show the shape.
+    shape = _SHAPE.format(example=text)
+    first, *rest = messages
+    if first["role"] != "system":
+        return [{"role": "system", "content": shape}, *messages]
+    return [{**first, "content": f"{first['content']}\n\n{shape}"}, *rest]
+
+
+def read(reply: str, schema: type[M]) -> M:
+    """The first JSON object in `reply` that validates as `schema`."""
+    found = candidates(reply)
+    if not found:
+        what = "the reply was empty" if not reply.strip() else "the reply holds no JSON object"
+        raise ReplyError(f"Invalid JSON: {what}")
+    first: ValidationError | None = None
+    for value in found:
+        try:
+            valid = schema.model_validate(value)
+        except ValidationError as exc:
+            first = first or exc
+            continue
+        copied = _strings(value) & {s for s in _strings(example(schema)) if s.startswith("<")}
+        if copied:  # a small model may hand the example back instead of filling it in
+            raise ReplyError(f"the example's placeholder was copied, not filled in: {min(copied)}")
+        return valid
+    assert first is not None
+    problems = [
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+        for err in first.errors()[:10]
+    ]
+    raise ReplyError("\n".join(problems), str(first))
+
+
+def candidates(reply: str) -> list[dict[str, Any]]:
+    """The JSON objects a reply carries, most likely answer first."""
+    text = _THINK.sub("", reply or "")
+    closing = text.lower().rfind("</think>")
+    last_first = False
+    if closing >= 0:  # the server's chat template opened the block, so only its end shows
+        text = text[closing + len("</think>") :]
+    elif text.lstrip().lower().startswith("<think>"):  # never closed: the answer comes last
+        text, last_first = text.lstrip()[len("<think>") :], True
+    found = _objects(text)  # a ```json fence or prose around the object is passed over
+    if last_first:
+        found.reverse()
+    # A lone object wrapped in one key ({"DigestContent": {...}}) is tried as itself too.
+    for obj in list(found):
+        inner = next(iter(obj.values())) if len(obj) == 1 else None
+        if isinstance(inner, dict) and inner not in found:
+            found.insert(found.index(obj) + 1, inner)
+    return found
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """Every complete top-level JSON object in `text`, in order."""
+    decoder = json.JSONDecoder()
+    found, start = [], text.find("{")
+    while start >= 0:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", end)
+    return found
+
+
+def _strings(value: Any) -> set[str]:
+    """Every text in a JSON value."""
+    if isinstance(value, str):
+        return {value}
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return set().union(*map(_strings, items))
+
+
+def _placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().rstrip("。.").lower() in PLACEHOLDERS
+
+
+def listed(value: Any) -> Any:
+    """A list as models write it: null or a placeholder for none, one text for a list of one."""
+    if value is None or _placeholder(value):
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list):
+        return [v.strip() if isinstance(v, str) else v for v in value if not _placeholder(v)]
+    return value
+
+
+def number(value: Any) -> Any:
+    """The number in "7.5", "8/10", "约 10 分钟" or "#123"; anything else as given."""
+    if not isinstance(value, str):
+        return value
+    out_of_ten = _OUT_OF_TEN.fullmatch(value)
+    found = [out_of_ten.group(1)] if out_of_ten else _NUMBER.findall(value)
+    if len(found) != 1:  # "5-10 分钟" is no one number: let validation say so
+        return value
+    return float(found[0]) if "." in found[0] else int(found[0])
+
+
+def one_of(literal: Any) -> BeforeValidator:
+    """Accepts a choice with notes after it ("精读（约 10 分钟）") when no other choice is named."""
+    options: tuple[str, ...] = get_args(literal)
+
+    def choose(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        named = [option for option in options if option in text]
+        if len(named) == 1 and text.startswith(named[0]):  # not "不必精读" nor "精读或可跳过"
+            return named[0]
+        return text
+
+    return BeforeValidator(choose)
+
+
+def strict_schema(schema: dict[str, Any]) -> None:
+    """Every property required, no defaults, no other keys: the subset strict endpoints accept."""
+    properties = schema.get("properties", {})
+    for sub in properties.values():
+        sub.pop("default", None)
+    schema["required"] = list(properties)
+    schema["additionalProperties"] = False
+
+
+Listed = BeforeValidator(listed)
+Number = BeforeValidator(number)
+Texts = Annotated[list[str], Listed]
+Numbers = Annotated[list[Annotated[int, Number]], Listed]
+# Reply models: extra keys ignored, lists optional, every field required in the schema sent.
+REPLY = ConfigDict(extra="ignore", json_schema_extra=strict_schema)

@@ -1,0 +1,238 @@
+"""GitHub's answers as prhub accepts them, checked under PyGithub before it reads them."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from functools import partial
+from typing import Annotated, Any, NotRequired
+from urllib.parse import urljoin, urlsplit
+
+import requests
+from github import Github
+from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass
+from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
+from requests.hooks import default_hooks
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+
+from prhub.errors import GitHubUnavailable
+
+MAX_REDIRECTS = 5
+ADVICE = "rerun later, or check --github-url"
+
+
+class IncompleteSearch(GitHubUnavailable):
+    """GitHub's search timed out and answered with part of the results."""
+
+
+def _aware(value: str) -> str:
+    # PyGithub parses times with fromisoformat; a time without offset cannot be compared.
+    if datetime.fromisoformat(value).tzinfo is None:
+        raise ValueError("a time without a UTC offset")
+    return value
+
+
+Time = Annotated[StrictStr, AfterValidator(_aware)]
+
+
+# The fields prhub and PyGithub read, with the types they assume; other fields pass unchecked.
+class _Login(TypedDict):
+    login: StrictStr
+
+
+class _Label(TypedDict):
+    name: StrictStr
+
+
+class _Ref(TypedDict):
+    ref: NotRequired[StrictStr]
+    sha: NotRequired[StrictStr]
+
+
+class _Pull(TypedDict):
+    url: StrictStr
+    number: StrictInt
+    title: NotRequired[StrictStr | None]
+    body: NotRequired[StrictStr | None]
+    user: NotRequired[_Login | None]  # None for a deleted account: the "ghost" author
+    author_association: NotRequired[StrictStr | None]
+    labels: NotRequired[list[_Label] | None]
+    html_url: NotRequired[StrictStr | None]
+    created_at: Time
+    updated_at: NotRequired[Time | None]
+    merged_at: NotRequired[Time | None]
+    merged: NotRequired[StrictBool | None]
+    merge_commit_sha: NotRequired[StrictStr | None]
+    head: NotRequired[_Ref | None]
+    base: NotRequired[_Ref | None]
+    additions: NotRequired[StrictInt]
+    deletions: NotRequired[StrictInt]
+    changed_files: NotRequired[StrictInt]
+
+
+class _File(TypedDict):
+    filename: StrictStr
+    previous_filename: NotRequired[StrictStr | None]
+    status: NotRequired[StrictStr]
+    additions: NotRequired[StrictInt]
+    deletions: NotRequired[StrictInt]
+    patch: NotRequired[StrictStr | None]
+
+
+class _Review(TypedDict):
+    user: NotRequired[_Login | None]
+    state: NotRequired[StrictStr]
+
+
+class _HitPull(TypedDict):
+    merged_at: NotRequired[Time | None]
+
+
+class _Hit(TypedDict):
+    # Required, so PyGithub never fetches the issue again to fill them in.
+    number: StrictInt
+    updated_at: Time
+    pull_request: _HitPull | None
+
+
+class _Search(TypedDict):
+    total_count: StrictInt
+    incomplete_results: StrictBool
+    items: list[_Hit]
+
+
+# Endpoint (end of the path) -> the shape of its answer and what its top level is.
+SHAPES: list[tuple[re.Pattern[str], TypeAdapter[Any], str]] = [
+    (re.compile(r"/search/issues$"), TypeAdapter(_Search), "an object"),
+    (re.compile(r"/repos/[^/]+/[^/]+/pulls/\d+$"), TypeAdapter(_Pull), "an object"),
+    (re.compile(r"/pulls/\d+/files$"), TypeAdapter(list[_File]), "a list"),
+    (re.compile(r"/pulls/\d+/reviews$"), TypeAdapter(list[_Review]), "a list"),
+]
+
+
+def origin(url: str) -> str | None:
+    """scheme://host:port of a URL, the default port spelled out; None when it names no host."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}:{port}"
+
+
+def guard(client: Github) -> None:
+    """Makes every answer to `client` pass `checked` before PyGithub reads it."""
+    # PyGithub builds its requests sessions inside its connection classes and offers no hook;
+    # it looks the classes up on the requester, so replacing them there changes this client
+    # only (its injectConnectionClasses would change every client in the process).
+    state = vars(client.requester)
+    if "_Requester__connectionClass" not in state:
+        raise RuntimeError("this PyGithub version hides its connection classes: cannot guard")
+    secure = urlsplit(client.requester.base_url).scheme == "https"
+    state["_Requester__connectionClass"] = _HTTPS if secure else _HTTP
+    state["_Requester__httpConnectionClass"] = _HTTP
+    state["_Requester__httpsConnectionClass"] = _HTTPS
+
+
+class _HTTP(HTTPRequestsConnectionClass):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.session.hooks["response"].append(partial(checked, self.session))
+
+
+class _HTTPS(HTTPSRequestsConnectionClass):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.session.hooks["response"].append(partial(checked, self.session))
+
+
+def checked(session: requests.Session, response: requests.Response, **send: Any) -> Any:
+    """The answer after redirects within its origin: an error status, or 200 with valid JSON."""
+    hops = 0
+    while response.is_redirect:
+        where = urlsplit(response.url).path
+        target = urljoin(response.url, response.headers["location"])
+        if origin(target) != origin(response.url):
+            other = origin(target) or "an unreadable address"
+            raise GitHubUnavailable(
+                f"GitHub redirected {where} to another host, {other}: not followed; {ADVICE}"
+            )
+        hops += 1
+        if hops > MAX_REDIRECTS:
+            raise GitHubUnavailable(f"GitHub redirected {where} more than {MAX_REDIRECTS} times")
+        request = response.request.copy()
+        request.prepare_url(target, None)
+        request.hooks = default_hooks()  # the chain is followed here, not by nested hooks
+        _ = response.content  # read to the end, so the connection can serve the next request
+        response.close()
+        response = session.send(request, allow_redirects=False, **send)
+    _check(response, stream=bool(send.get("stream")))
+    return response
+
+
+def _check(response: requests.Response, stream: bool) -> None:
+    status, where = response.status_code, urlsplit(response.url).path
+    if status >= 400:
+        # PyGithub reads a text error page as the error's message, but fails on broken JSON.
+        body = b"" if stream else response.content
+        if body[:1] in (b"{", b"[") and _json(body) is None:
+            raise GitHubUnavailable(f"GitHub answered {status} to {where} with broken JSON")
+        return
+    if 300 <= status < 400:
+        raise GitHubUnavailable(f"GitHub answered {status} to {where} without a Location")
+    if status != 200:  # PyGithub would wait on a 202 forever; the others mean nothing here
+        raise GitHubUnavailable(f"GitHub answered {status} to {where}, not 200: {ADVICE}")
+    for link in response.links.values():  # pagination that PyGithub would follow
+        target = urljoin(response.url, link.get("url", ""))
+        if origin(target) != origin(response.url):
+            other = origin(target) or "an unreadable address"
+            raise GitHubUnavailable(
+                f"GitHub's answer to {where} links to another host, {other}: not followed; "
+                "check --github-url"
+            )
+    if stream:
+        return
+    body = response.content
+    if (data := _json(body)) is None:
+        kind = (response.headers.get("content-type") or "no type").split(";")[0][:40]
+        bare = body.strip()
+        looks = "empty" if not bare else "null" if bare == b"null" else f"not JSON ({kind})"
+        raise GitHubUnavailable(f"GitHub sent a malformed answer to {where}: {looks}; {ADVICE}")
+    for pattern, shape, top in SHAPES:
+        if pattern.search(where):
+            try:
+                shape.validate_python(data)
+            except ValidationError as exc:
+                raise GitHubUnavailable(_malformed(where, exc, data, top)) from None
+            if isinstance(data, dict) and data.get("incomplete_results") is True:
+                raise IncompleteSearch(
+                    f"GitHub's search answered {where} with incomplete results (it timed out)"
+                )
+
+
+def _json(body: bytes) -> Any:
+    """The JSON value of a body; None when it is not JSON (or is the JSON null)."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _malformed(where: str, exc: ValidationError, data: Any, top: str) -> str:
+    error = exc.errors()[0]
+    at = ".".join(str(part) for part in error["loc"])
+    what = f"{at}: {error['msg']}" if at else f"{_kind(data)} instead of {top}"
+    return " ".join(f"GitHub sent a malformed answer to {where}: {what}; {ADVICE}".split())
+
+
+def _kind(data: Any) -> str:
+    if data is None:
+        return "null"
+    if isinstance(data, bool):
+        return "true or false"
+    kinds = {int: "a number", float: "a number", str: "a string", list: "a list"}
+    return kinds.get(type(data), "an object")

@@ -1,0 +1,284 @@
+"""Settings: precedence, config files, refusals, masking and the keys derived from them.
+
+The CLI's own view of these (`prhub config`, exit codes) is in tests/test_cli_weekly.py.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from prhub.config import Settings, describe, load_settings, price, shown_url
+from prhub.errors import ConfigError
+
+TOKEN = "ghp_" + "x" * 36
+KEY = "sk-" + "k" * 29
+
+
+def toml(folder: Path, text: str, name: str = "prhub.toml") -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+LAYERED = """
+model = "file-model"
+tz = "UTC"
+jobs = 2
+timeout = 30
+max_calls = 6
+
+[repos."o/r"]
+model = "repo-model"
+jobs = 5
+timeout = 45
+
+[repos."o/other"]
+model = "other-model"
+"""
+
+
+# Precedence
+
+
+def test_flags_beat_env_beat_repo_section_beat_top_level_beat_defaults(tmp_path):
+    path = toml(tmp_path, LAYERED)
+    s = load_settings(
+        {"repo": "o/r", "timeout": 10.0},
+        env={"PRHUB_JOBS": "7", "PRHUB_TIMEOUT": "20"},
+        cwd=tmp_path,
+    )
+    assert s.timeout == 10.0  # flag over env, section and top level
+    assert s.jobs == 7  # env over section and top level
+    assert s.model == "repo-model"  # [repos."o/r"] over top level
+    assert (s.tz, s.max_calls) == ("UTC", 6)  # top level over defaults
+    assert (s.output_tokens, s.input_budget) == (4_000, 24_000)  # defaults
+    assert s.config_file == path
+
+
+def test_only_the_section_of_the_repository_in_use_applies(tmp_path):
+    toml(tmp_path, LAYERED)
+    assert load_settings({"repo": "o/other"}, env={}, cwd=tmp_path).model == "other-model"
+    assert load_settings({}, env={"PRHUB_REPO": "o/other"}, cwd=tmp_path).model == "other-model"
+    assert load_settings({"repo": "o/none"}, env={}, cwd=tmp_path).model == "file-model"
+
+
+def test_a_repo_named_in_the_file_picks_its_own_section(tmp_path):
+    toml(tmp_path, 'repo = "o/r"\n' + LAYERED)
+    s = load_settings({}, env={}, cwd=tmp_path)
+    assert (s.repo, s.model, s.jobs) == ("o/r", "repo-model", 5)
+
+
+def test_unset_flags_and_empty_variables_fall_through(tmp_path):
+    toml(tmp_path, LAYERED)
+    s = load_settings({"repo": "o/r", "jobs": None}, env={"PRHUB_MODEL": ""}, cwd=tmp_path)
+    assert (s.jobs, s.model) == (5, "repo-model")
+
+
+def test_secrets_come_from_the_environment():
+    s = load_settings({}, env={"GITHUB_TOKEN": TOKEN, "OPENAI_API_KEY": KEY}, cwd=Path("/"))
+    assert s.github_token is not None and s.github_token.get_secret_value() == TOKEN
+    assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == KEY
+    assert s.config_file is None
+
+
+# Which file
+
+
+def test_pyproject_tool_table_is_read_with_repo_sections(tmp_path):
+    path = toml(
+        tmp_path,
+        '[project]\nname = "x"\n[tool.prhub]\njobs = 3\n[tool.prhub.repos."o/r"]\nmodel = "m"\n',
+        "pyproject.toml",
+    )
+    s = load_settings({"repo": "o/r"}, env={}, cwd=tmp_path)
+    assert (s.jobs, s.model, s.config_file) == (3, "m", path)
+
+
+def test_a_pyproject_without_a_prhub_table_is_no_config(tmp_path):
+    toml(tmp_path, '[project]\nname = "x"\n[tool.ruff]\nline-length = 100\n', "pyproject.toml")
+    s = load_settings({}, env={}, cwd=tmp_path)
+    assert s.config_file is None and s == Settings()
+
+
+def test_prhub_toml_wins_over_pyproject(tmp_path):
+    toml(tmp_path, "[tool.prhub]\njobs = 3\n", "pyproject.toml")
+    path = toml(tmp_path, "jobs = 2\n")
+    s = load_settings({}, env={}, cwd=tmp_path)
+    assert (s.jobs, s.config_file) == (2, path)
+
+
+def test_an_explicit_file_wins_over_prhub_config_and_the_folder(tmp_path):
+    toml(tmp_path, "jobs = 2\n")
+    from_env = toml(tmp_path, "jobs = 8\n", "env.toml")
+    explicit = toml(tmp_path, "jobs = 9\n", "explicit.toml")
+    env = {"PRHUB_CONFIG": str(from_env)}
+    assert load_settings({}, env=env, cwd=tmp_path).jobs == 8
+    assert load_settings({}, env=env, config=explicit, cwd=tmp_path).jobs == 9
+
+
+def test_a_named_file_that_is_missing_is_refused(tmp_path):
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError, match=f"^config file {re.escape(str(missing))} not found$"):
+        load_settings({}, env={}, config=missing, cwd=tmp_path)
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings({}, env={"PRHUB_CONFIG": str(missing)}, cwd=tmp_path)
+
+
+def test_a_file_that_is_not_toml_is_refused(tmp_path):
+    path = toml(tmp_path, "jobs = = 2\n")
+    with pytest.raises(ConfigError, match=f"^cannot read config file {re.escape(str(path))}: "):
+        load_settings({}, env={}, cwd=tmp_path)
+
+
+# Refusals
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "variable"),
+    [
+        ('github_token = "ghp_SECRETVALUE"\n', "github_token", "GITHUB_TOKEN"),
+        ('[repos."o/r"]\nopenai_api_key = "sk-SECRETVALUE"\n', "openai_api_key", "OPENAI_API_KEY"),
+    ],
+)
+def test_secrets_in_a_file_are_refused_without_echoing_them(tmp_path, text, key, variable):
+    path = toml(tmp_path, text)
+    with pytest.raises(ConfigError) as raised:
+        load_settings({}, env={}, cwd=tmp_path)
+    assert str(raised.value) == f"{path}: keep {key} out of files; export {variable} instead"
+    assert "SECRETVALUE" not in str(raised.value)
+
+
+def test_a_secret_in_pyproject_is_refused(tmp_path):
+    path = toml(tmp_path, '[tool.prhub]\ngithub_token = "ghp_x"\n', "pyproject.toml")
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: keep github_token out"):
+        load_settings({}, env={}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("key", ["refresh", "allow_unmerged", "config_file"])
+def test_per_run_switches_are_refused_in_a_file(tmp_path, key):
+    path = toml(tmp_path, f'[repos."o/r"]\n{key} = true\n')
+    with pytest.raises(ConfigError) as raised:
+        load_settings({}, env={}, cwd=tmp_path)
+    assert str(raised.value) == f"{path}: {key} is a switch for one run, not a file setting"
+
+
+def test_unknown_keys_are_refused(tmp_path):
+    toml(tmp_path, 'colour = "red"\n')
+    with pytest.raises(ConfigError, match="^invalid colour .*Extra inputs are not permitted"):
+        load_settings({}, env={}, cwd=tmp_path)
+    toml(tmp_path, '[repos."o/r"]\nmodle = "typo"\n')
+    with pytest.raises(ConfigError, match="^invalid modle .*Extra inputs are not permitted"):
+        load_settings({"repo": "o/r"}, env={}, cwd=tmp_path)
+
+
+def test_an_unknown_key_in_a_price_names_where_it_is(tmp_path):
+    path = toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\ncached = 0.5\n")
+    with pytest.raises(ConfigError) as raised:
+        load_settings({}, env={}, cwd=tmp_path)
+    assert str(raised.value) == f"{path}: prices.m.cached: Extra inputs are not permitted"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"PRHUB_JOBS": "0"}, "invalid jobs (PRHUB_JOBS): Value error, must be at least 1"),
+        ({"PRHUB_JOBS": "many"}, "invalid jobs (PRHUB_JOBS): Input should be a valid integer"),
+        ({"PRHUB_TIMEOUT": "-1"}, "invalid timeout (PRHUB_TIMEOUT): Value error, must be more"),
+        ({"PRHUB_REPO": "o/r/x"}, "repository must look like owner/name, got 'o/r/x'"),
+        ({"PRHUB_TZ": "Mars/Base"}, "unknown timezone 'Mars/Base': use an IANA name"),
+        ({"PRHUB_RESPONSE_MODE": "xml"}, "invalid response_mode (PRHUB_RESPONSE_MODE)"),
+    ],
+)
+def test_bad_values_name_the_setting_and_its_variable(tmp_path, env, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_settings({}, env=env, cwd=tmp_path)
+
+
+def test_settings_are_frozen():
+    s = Settings()
+    with pytest.raises(ValidationError):
+        s.jobs = 8  # type: ignore[misc]
+
+
+def test_require_repo():
+    assert Settings(repo="o/r").require_repo() == "o/r"
+    with pytest.raises(ConfigError) as raised:
+        Settings().require_repo()
+    assert str(raised.value) == "no repository given: pass --repo owner/name or export PRHUB_REPO"
+
+
+# What is shown
+
+
+def test_describe_lists_every_setting_and_masks_secrets():
+    s = Settings(
+        github_token=TOKEN,
+        openai_base_url="http://proxy:s3cret@127.0.0.1:9/v1",
+        store=Path("/data/prhub.db"),
+        noise_globs=("gen/**",),
+    )
+    rows = dict(describe(s))
+    assert list(rows) == list(Settings.model_fields)
+    assert rows["github_token"] == "set (40 characters, not shown)"
+    assert rows["openai_api_key"] == "(not set)"
+    assert rows["openai_base_url"] == '"http://127.0.0.1:9/v1"'
+    assert rows["github_url"] == '"https://api.github.com"'
+    assert rows["store"] == '"/data/prhub.db"'
+    assert rows["noise_globs"] == '["gen/**"]'
+    assert (rows["jobs"], rows["repo"], rows["refresh"]) == ("4", "null", "false")
+    shown = "\n".join(rows.values())
+    assert TOKEN not in shown and "s3cret" not in shown
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://user:pass@llm.example.com/v1", "https://llm.example.com/v1"),
+        ("http://token@127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("https://api.github.com", "https://api.github.com"),
+        ("https://host/path/a@b", "https://host/path/a@b"),  # an @ after the host is no login
+        (None, ""),
+        ("", ""),
+    ],
+)
+def test_shown_url_strips_the_login(url, shown):
+    assert shown_url(url) == shown
+
+
+# Derived values
+
+
+def test_price_from_the_table_the_config_or_none():
+    assert price(Settings(model="gpt-4o-mini")) == (0.15, 0.60)
+    assert price(Settings(model="my-model")) is None
+    custom = Settings(model="gpt-4o-mini", prices={"gpt-4o-mini": (1.0, 2.0), "x": (3.0, 4.0)})
+    assert price(custom) == (1.0, 2.0)
+
+
+def test_price_from_a_config_file(tmp_path):
+    toml(tmp_path, 'model = "local"\n[prices.local]\ninput = 0.5\noutput = 1.5\n')
+    assert price(load_settings({}, env={}, cwd=tmp_path)) == (0.5, 1.5)
+
+
+def test_prepare_key_changes_with_what_the_model_is_shown():
+    base = Settings()
+    key = base.prepare_key()
+    assert re.fullmatch(r"[0-9a-f]{12}", key)
+    for change in (
+        {"input_budget": 12_000},
+        {"output_tokens": 2_000},
+        {"max_calls": 2},
+        {"encoding": "cl100k_base"},
+        {"noise_globs": ("gen/**",)},
+    ):
+        assert base.model_copy(update=change).prepare_key() != key, change
+
+
+def test_prepare_key_ignores_how_the_run_goes():
+    key = Settings().prepare_key()
+    for change in ({"jobs": 16}, {"timeout": 5.0}, {"tz": "UTC"}, {"max_attempts": 1}):
+        assert Settings(**change).prepare_key() == key, change

@@ -1,0 +1,55 @@
+"""The error hierarchy: one exit code per class, each documented once in the README."""
+
+from __future__ import annotations
+
+import re
+
+from prhub import errors
+from prhub.errors import PrhubError
+from tests.conftest import ROOT
+
+
+def error_classes() -> list[type[PrhubError]]:
+    """Every PrhubError subclass defined in prhub.errors, the base excluded."""
+    return [
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type) and issubclass(value, PrhubError) and value is not PrhubError
+    ]
+
+
+def readme_codes() -> list[int]:
+    """The codes in the first column of the README's exit-code table, in order."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    return [int(m) for m in re.findall(r"^\|\s*(\d+)\s*\|", section, re.MULTILINE)]
+
+
+def test_the_base_error_exits_1():
+    assert PrhubError.exit_code == 1
+
+
+def test_every_subclass_has_its_own_code_between_3_and_14():
+    classes = error_classes()
+    assert len(classes) == 12
+    codes = [cls.exit_code for cls in classes]
+    assert len(set(codes)) == len(codes), {cls.__name__: cls.exit_code for cls in classes}
+    assert all(3 <= code <= 14 for code in codes), codes
+
+
+def test_every_subclass_is_a_prhub_error_with_a_docstring():
+    for cls in error_classes():
+        assert issubclass(cls, Exception)
+        assert cls.__doc__ and "\n" not in cls.__doc__.strip(), cls.__name__
+        exc = cls("what failed: what to do")
+        assert str(exc) == "what failed: what to do"
+        assert exc.exit_code == cls.exit_code
+
+
+def test_readme_table_lists_each_code_exactly_once():
+    codes = readme_codes()
+    assert len(codes) == len(set(codes)), codes
+    classes = {cls.exit_code for cls in error_classes()}
+    # 0 is success and 2 is Typer's usage error; the rest are the hierarchy's.
+    assert set(codes) == {0, PrhubError.exit_code, 2} | classes
+    assert codes == sorted(codes)

@@ -1,0 +1,172 @@
+"""What a run shows: plain progress lines off a terminal, cost estimates and closing lines."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from prhub.config import Settings
+from prhub.model import DryRun, PlannedPR, Usage
+from prhub.pipeline import RunStats
+from prhub.progress import Display, cost, dry_run_text, run_summary, summary
+
+KNOWN = Settings(model="gpt-4o-mini")  # $0.15 in, $0.60 out per million tokens
+UNKNOWN = Settings(model="local-llama")
+UNKNOWN_COST = "cost unknown (no price for local-llama: add [prices] to prhub.toml)"
+
+
+def shown(quiet: bool, calls: list[tuple[str, int, int]]) -> list[str]:
+    stream = io.StringIO()
+    display = Display(quiet=quiet, stream=stream)
+    for call in calls:
+        display(*call)
+    display.close()
+    return stream.getvalue().splitlines()
+
+
+# Display
+
+
+def test_plain_lines_about_ten_per_stage():
+    lines = shown(False, [("fetch", done, 100) for done in range(101)])
+    assert lines == [f"prhub: fetching PRs {done}/100" for done in range(0, 101, 10)]
+
+
+def test_every_step_is_shown_for_a_short_stage():
+    lines = shown(False, [("summarize", done, 3) for done in range(4)])
+    assert lines == [f"prhub: summarising {done}/3" for done in range(4)]
+
+
+def test_jumps_are_shown_once_they_pass_a_step():
+    lines = shown(False, [("fetch", done, 50) for done in (0, 3, 4, 9, 12, 50)])
+    # A step is 5 PRs: 3 and 4 are too close to 0; 9 is 9 past 0; 12 is only 3 past 9.
+    assert lines == [
+        "prhub: fetching PRs 0/50",
+        "prhub: fetching PRs 9/50",
+        "prhub: fetching PRs 50/50",
+    ]
+
+
+def test_stages_count_their_steps_apart_and_unknown_ones_keep_their_name():
+    calls = [("fetch", 0, 20), ("summarize", 0, 20), ("fetch", 2, 20), ("render", 1, 1)]
+    assert shown(False, calls) == [
+        "prhub: fetching PRs 0/20",
+        "prhub: summarising 0/20",
+        "prhub: fetching PRs 2/20",
+        "prhub: render 1/1",
+    ]
+
+
+def test_an_empty_stage_shows_nothing():
+    assert shown(False, [("fetch", 0, 0)]) == []
+
+
+def test_quiet_shows_nothing_at_all():
+    stream = io.StringIO()
+    with Display(quiet=True, stream=stream) as display:
+        for done in range(11):
+            display("fetch", done, 10)
+        display.line("a note")
+    assert stream.getvalue() == ""
+
+
+def test_line_prefixes_prhub():
+    stream = io.StringIO()
+    with Display(stream=stream) as display:
+        display.line("wrote reports/o/r/2026-W31.md")
+    assert stream.getvalue() == "prhub: wrote reports/o/r/2026-W31.md\n"
+
+
+# Cost
+
+
+def test_cost_with_a_known_price():
+    assert cost(1_000_000, 1_000_000, KNOWN) == "≈ $0.7500 (gpt-4o-mini)"
+    assert cost(0, 0, KNOWN) == "≈ $0.0000 (gpt-4o-mini)"
+    assert cost(20_000, 0, Settings(model="gpt-4o")) == "≈ $0.0500 (gpt-4o)"
+
+
+def test_cost_with_an_unknown_model_says_how_to_price_it():
+    assert cost(1_000, 1_000, UNKNOWN) == UNKNOWN_COST
+
+
+def test_cost_uses_a_configured_price_over_the_table():
+    mine = Settings(model="gpt-4o-mini", prices={"gpt-4o-mini": (1.0, 2.0)})
+    assert cost(500_000, 250_000, mine) == "≈ $1.0000 (gpt-4o-mini)"
+    local = Settings(model="local-llama", prices={"local-llama": (0.0, 0.0)})
+    assert cost(500_000, 250_000, local) == "≈ $0.0000 (local-llama)"
+
+
+# Closing lines
+
+
+def stats() -> RunStats:
+    usage = Usage(calls=5, tokens_in=12_345, tokens_out=678)
+    return RunStats(prs=6, cached=2, failed=1, usage=usage, retries=3)
+
+
+def test_summary_line():
+    s = stats()
+    line = summary(s.prs, s.cached, s.failed, s.usage, s.retries, 12.34, KNOWN)
+    assert line == (
+        "6 PRs (2 from the store, 1 failed) · 5 LLM calls · 12,345 tokens in / 678 out · "
+        "≈ $0.0023 (gpt-4o-mini) · 3 retries · 12.3 s"
+    )
+
+
+def test_run_summary_reads_the_stats():
+    assert run_summary(stats(), 0.04, UNKNOWN) == (
+        "6 PRs (2 from the store, 1 failed) · 5 LLM calls · 12,345 tokens in / 678 out · "
+        f"{UNKNOWN_COST} · 3 retries · 0.0 s"
+    )
+    assert run_summary(RunStats(), 1.0, KNOWN).startswith("0 PRs (0 from the store, 0 failed) ·")
+
+
+# Dry runs
+
+
+def plan(narrative_calls: int = 1) -> DryRun:
+    return DryRun(
+        repo="acme/rocket",
+        prs=[
+            PlannedPR(number=101, cached=False, calls=3, tokens_in=52_000),
+            PlannedPR(number=102, cached=True, calls=0, tokens_in=0),
+        ],
+        narrative_calls=narrative_calls,
+        narrative_tokens_in=8_000 if narrative_calls else 0,
+        output_tokens_max=(3 + narrative_calls) * 4_000,
+    )
+
+
+def test_dry_run_text_lists_prs_the_narrative_and_totals():
+    assert dry_run_text(plan(), KNOWN) == (
+        "dry run for acme/rocket: nothing was sent to the model\n"
+        "\n"
+        "      PR  calls  prompt tokens\n"
+        "    #101      3         52,000\n"
+        "    #102      0              0  (stored digest reused)\n"
+        "  weekly      1          8,000\n"
+        "\n"
+        "would send 4 LLM calls, 60,000 prompt tokens, at most 16,000 reply tokens\n"
+        "estimated cost: ≈ $0.0090 (gpt-4o-mini) for the prompts, "
+        "at most ≈ $0.0186 (gpt-4o-mini) with the longest replies\n"
+    )
+
+
+def test_dry_run_text_without_a_narrative_or_a_price():
+    text = dry_run_text(plan(narrative_calls=0), UNKNOWN)
+    assert "weekly" not in text
+    assert "would send 3 LLM calls, 52,000 prompt tokens, at most 12,000 reply tokens" in text
+    assert text.endswith(
+        f"estimated cost: {UNKNOWN_COST} for the prompts, at most {UNKNOWN_COST} "
+        "with the longest replies\n"
+    )
+
+
+@pytest.mark.parametrize("number", [7, 123456])
+def test_dry_run_rows_stay_aligned(number):
+    one = DryRun(repo="o/r", prs=[PlannedPR(number=number, cached=False, calls=1, tokens_in=9)])
+    header, row = dry_run_text(one, KNOWN).splitlines()[2:4]
+    assert len(row) == len(header)
+    assert row.endswith(" 9") and f"#{number}" in row

@@ -1,0 +1,395 @@
+"""GitHubSource against a GitHub that redirects, times out its search or answers malformed data."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from prhub.errors import GitHubUnavailable, PRNotFound
+from prhub.retry import RetryCounter
+from prhub.source import GitHubSource
+from tests.conftest import FIXTURES, GITHUB_TOKEN
+from tests.standins import GitHubStandIn
+from tests.test_source import REPO, closed_port_url, settings
+
+MakeSource = Callable[..., GitHubSource]
+WEEK = datetime(2026, 7, 27, tzinfo=timezone(timedelta(hours=8)))
+WEEK_NUMBERS = [101, 102, 103, 104, 105, 106]
+PULLS = FIXTURES / "github" / "acme" / "rocket" / "pulls"
+
+
+@pytest.fixture
+def make_source(github: GitHubStandIn) -> Iterator[MakeSource]:
+    """Builds sources on the stand-in (settings overridable) and closes them after the test."""
+    made: list[GitHubSource] = []
+
+    def make(**overrides: Any) -> GitHubSource:
+        made.append(GitHubSource(settings(github, **overrides), counter=RetryCounter()))
+        return made[-1]
+
+    yield make
+    for source in made:
+        source.close()
+
+
+@pytest.fixture
+def source(make_source: MakeSource) -> GitHubSource:
+    return make_source()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[GitHubStandIn]:
+    """A second GitHub with the same data on another loopback address: it must get no request."""
+    with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN, host="127.0.0.2") as server:
+        yield server
+    assert not server.errors, server.errors
+
+
+def week(source: GitHubSource) -> list[int]:
+    return [h["number"] for h in source.merged_between(REPO, WEEK, WEEK + timedelta(days=7))]
+
+
+def searches(github: GitHubStandIn) -> list[str]:
+    """The merged: ranges of the search requests that listed PRs (not the ones counting them)."""
+    return [
+        re.search(r"merged:(\S+)", r["query"]["q"][0])[1]  # type: ignore[index]
+        for r in github.requests
+        if r["path"] == "/search/issues" and r["query"].get("per_page") != ["1"]
+    ]
+
+
+def one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
+    message = str(exc.value)
+    assert message and "\n" not in message
+    return message
+
+
+# Redirects: followed on the same scheme, host and port; refused anywhere else
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize("absolute", [True, False])
+def test_a_renamed_repository_is_followed_on_the_same_host(
+    status: int, absolute: bool, source: GitHubSource, github: GitHubStandIn
+) -> None:
+    location = f"{github.url if absolute else ''}/repos/acme/rocket/pulls/101"
+    moved = (status, {"Location": location}, {"message": "Moved Permanently"})
+    github.script(r"^/repos/acme/old-rocket/pulls/101$", [moved])
+    pr = source.pull("acme/old-rocket", 101)
+    assert pr.number == 101 and len(pr.files) == 2 and len(pr.reviews) == 2
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_same_host_redirect_keeps_headers_and_query(
+    status: int, source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/search/issues$", [("redirect", status, f"{github.url}/moved")])
+    back = ("redirect", status, github.url, "/moved")
+    github.script(r"^/moved/search/issues$", [back])
+    assert week(source) == WEEK_NUMBERS
+    asked, moved, back = github.requests[:3]
+    assert moved["path"] == "/moved/search/issues" and back["path"] == "/search/issues"
+    assert asked["query"] == moved["query"] == back["query"]
+    assert back["headers"]["authorization"] == f"token {GITHUB_TOKEN}"
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize("target", ["other address", "other port"])
+def test_a_redirect_to_another_host_fails_naming_it(
+    status: int,
+    target: str,
+    source: GitHubSource,
+    github: GitHubStandIn,
+    elsewhere: GitHubStandIn,
+) -> None:
+    other = elsewhere.url
+    if target == "other port":
+        other = closed_port_url()
+    github.script(r"^/search/issues$", [("redirect", status, other)] * 5)
+    with pytest.raises(GitHubUnavailable) as caught:
+        week(source)
+    message = one_line(caught)
+    assert other.removeprefix("http://") in message and "another host" in message
+    assert elsewhere.requests == []
+    assert len([r for r in github.requests if r["path"] == "/search/issues"]) == 1  # no retry
+
+
+def test_a_redirect_to_another_scheme_fails(source: GitHubSource, github: GitHubStandIn) -> None:
+    https = github.url.replace("http://", "https://")
+    github.script(r"/pulls/101$", [("redirect", 301, https)])
+    with pytest.raises(GitHubUnavailable, match="another host"):
+        source.pull_payload(REPO, 101)
+
+
+def test_a_redirect_names_no_credentials_of_the_other_host(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    location = "http://bob:hunter2@127.0.0.2:9/repos/acme/rocket/pulls/101?access_token=abc123"
+    github.script(r"/pulls/101$", [(301, {"Location": location}, {"message": "Moved"})])
+    with pytest.raises(GitHubUnavailable) as caught:
+        source.pull_payload(REPO, 101)
+    message = one_line(caught)
+    assert "127.0.0.2:9" in message
+    assert "hunter2" not in message and "abc123" not in message and "bob" not in message
+
+
+def test_a_redirect_loop_stops(source: GitHubSource, github: GitHubStandIn) -> None:
+    github.script(r"/pulls/101$", [("redirect", 307, github.url)] * 30)
+    with pytest.raises(GitHubUnavailable, match="redirect"):
+        source.pull_payload(REPO, 101)
+    assert len(github.requests) < 10
+
+
+def test_a_redirect_without_location_fails(source: GitHubSource, github: GitHubStandIn) -> None:
+    github.script(r"/pulls/101$", [(302, {}, {"message": "Found"})])
+    with pytest.raises(GitHubUnavailable, match="302"):
+        source.pull_payload(REPO, 101)
+
+
+def test_a_next_page_on_another_host_fails(
+    source: GitHubSource, github: GitHubStandIn, elsewhere: GitHubStandIn
+) -> None:
+    files = json.loads((PULLS / "101.files.json").read_text())
+    link = f'<{elsewhere.url}/repos/acme/rocket/pulls/101/files?page=2>; rel="next"'
+    github.script(r"/pulls/101/files$", [(200, {"Link": link}, files)])
+    with pytest.raises(GitHubUnavailable, match="127.0.0.2"):
+        source.pull(REPO, 101)
+    assert elsewhere.requests == []
+
+
+def test_a_pull_whose_url_is_on_another_host_fails(
+    source: GitHubSource, github: GitHubStandIn, elsewhere: GitHubStandIn
+) -> None:
+    pull = json.loads((PULLS / "101.json").read_text())
+    pull["url"] = f"{elsewhere.url}/repos/acme/rocket/pulls/101"
+    github.script(r"/pulls/101$", [(200, {}, pull)])
+    with pytest.raises(GitHubUnavailable, match="127.0.0.2"):
+        source.pull(REPO, 101)
+    assert elsewhere.requests == []
+
+
+# Incomplete search results: retried, then the window halved, then an error
+
+
+def test_an_incomplete_search_is_retried(source: GitHubSource, github: GitHubStandIn) -> None:
+    github.script(r"^/search/issues$", [("incomplete",)])
+    assert week(source) == WEEK_NUMBERS
+    assert source.counter is not None and source.counter.count == 1
+
+
+def test_an_incomplete_page_after_the_count_is_retried(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/search/issues$", [("sleep", 0), ("incomplete",), ("incomplete",)])
+    assert week(source) == WEEK_NUMBERS
+    assert source.counter is not None and source.counter.count == 2
+
+
+def test_a_search_that_stays_incomplete_is_split_in_two(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/search/issues$", [("incomplete",)] * 3)  # every attempt of max_attempts
+    assert week(source) == WEEK_NUMBERS
+    first, second = searches(github)
+    assert first.split("..")[0] == "2026-07-27T00:00:00+08:00"
+    assert second.split("..")[1] == "2026-08-02T23:59:59+08:00"
+    assert first.split("..")[1] < second.split("..")[0]
+
+
+def test_a_search_whose_halves_stay_incomplete_fails(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/search/issues$", [("incomplete",)] * 9)
+    with pytest.raises(GitHubUnavailable) as caught:
+        week(source)
+    message = one_line(caught)
+    assert "incomplete" in message and REPO in message
+    # Three attempts at the week, three at its first half; the second half is not searched.
+    assert len([r for r in github.requests if r["path"] == "/search/issues"]) == 6
+
+
+# Malformed answers: one line, exit 8, for every endpoint
+
+
+def pull_with(**changes: Any) -> dict[str, Any]:
+    return {**json.loads((PULLS / "101.json").read_text()), **changes}
+
+
+def search_with(**changes: Any) -> dict[str, Any]:
+    return {"total_count": 1, "incomplete_results": False, "items": [], **changes}
+
+
+HTML = (200, {"Content-Type": "text/html; charset=utf-8"}, b"<!DOCTYPE html><html>Sign in</html>")
+ENDPOINTS: dict[str, tuple[str, Callable[[GitHubSource], Any]]] = {
+    "search": (r"^/search/issues$", week),
+    "pull": (r"/pulls/101$", lambda s: s.pull(REPO, 101)),
+    "files": (r"/pulls/101/files$", lambda s: s.pull(REPO, 101)),
+    "reviews": (r"/pulls/101/reviews$", lambda s: s.pull(REPO, 101)),
+}
+ANY_ENDPOINT: list[tuple[str, Any, str]] = [
+    ("an HTML page", HTML, "not JSON"),
+    ("truncated JSON", (200, {}, b'[{"filename": "a.py", "stat'), "not JSON"),
+    ("an empty body", (200, {}, b""), "empty"),
+    ("null", (200, {}, None), "null"),
+    ("a number", (200, {}, 5), "a number"),
+    ("a string", (200, {}, "ok"), "a string"),
+    ("a short Content-Length", (200, {"Content-Length": "3"}, [{"a": 1}]), "not JSON"),
+    ("an answer of 204", (204, {}, b""), "204"),
+]
+WRONG_TYPES: list[tuple[str, str, Any, str]] = [
+    ("search", "items not a list", search_with(items=5), "items"),
+    ("search", "a string count", search_with(total_count="many"), "total_count"),
+    ("search", "no items", {"total_count": 0, "incomplete_results": False}, "items"),
+    ("search", "an item without number", search_with(items=[{"title": "x"}]), "number"),
+    ("search", "a naive time", search_with(items=[{"number": 1, "updated_at": "2026-07-27"}]), ""),
+    ("pull", "a list", [pull_with()], "list"),
+    ("pull", "a string number", pull_with(number="101a"), "number"),
+    ("pull", "no created_at", {k: v for k, v in pull_with().items() if k != "created_at"}, ""),
+    ("pull", "labels a number", pull_with(labels=3), "labels"),
+    ("pull", "a label without name", pull_with(labels=[{"id": 1}]), "labels"),
+    ("pull", "user a string", pull_with(user="lin-yue"), "user"),
+    ("pull", "head a list", pull_with(head=[]), "head"),
+    ("pull", "additions a string", pull_with(additions="many"), "additions"),
+    ("files", "an object", {"files": []}, "list"),
+    ("files", "numbers", [1, 2], "0"),
+    ("files", "a number filename", [{"filename": 5, "status": "added"}], "filename"),
+    ("files", "no filename", [{"status": "added"}], "filename"),
+    ("files", "a list patch", [{"filename": "a.py", "patch": ["+x"]}], "patch"),
+    ("reviews", "an object", {"reviews": []}, "list"),
+    ("reviews", "user a number", [{"user": 7, "state": "APPROVED"}], "user"),
+    ("reviews", "state a list", [{"user": None, "state": []}], "state"),
+]
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@pytest.mark.parametrize(("name", "answer", "says"), ANY_ENDPOINT, ids=[a[0] for a in ANY_ENDPOINT])
+def test_a_malformed_answer_is_a_one_line_service_error(
+    endpoint: str, name: str, answer: Any, says: str, source: GitHubSource, github: GitHubStandIn
+) -> None:
+    path, call = ENDPOINTS[endpoint]
+    github.script(path, [answer] * 5)
+    with pytest.raises(GitHubUnavailable) as caught:
+        call(source)
+    assert says in one_line(caught)
+
+
+@pytest.mark.parametrize(("endpoint", "name", "body", "says"), WRONG_TYPES)
+def test_an_answer_of_the_wrong_shape_is_a_one_line_service_error(
+    endpoint: str, name: str, body: Any, says: str, source: GitHubSource, github: GitHubStandIn
+) -> None:
+    path, call = ENDPOINTS[endpoint]
+    github.script(path, [(200, {}, body)] * 5)
+    with pytest.raises(GitHubUnavailable) as caught:
+        call(source)
+    message = one_line(caught)
+    assert says in message and "malformed" in message
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_a_body_longer_than_sent_is_retried_then_a_service_error(
+    endpoint: str, source: GitHubSource, github: GitHubStandIn
+) -> None:
+    path, call = ENDPOINTS[endpoint]
+    github.script(path, [(200, {"Content-Length": "100000"}, [])] * 3)
+    with pytest.raises(GitHubUnavailable, match="cut short") as caught:
+        call(source)
+    one_line(caught)
+    assert source.counter is not None and source.counter.count == 2
+
+
+def test_a_pull_and_reviews_without_user_are_by_ghost(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    reviews = json.loads((PULLS / "101.reviews.json").read_text())
+    github.script(r"/pulls/101$", [(200, {}, pull_with(user=None))])
+    github.script(r"/pulls/101/reviews$", [(200, {}, [{**reviews[0], "user": None}])])
+    pr = source.pull(REPO, 101)
+    assert pr.author == "ghost"
+    assert [r.author for r in pr.reviews] == ["ghost"]
+
+
+def test_an_error_answer_with_broken_json_is_a_service_error(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [(502, {}, b'{"message": "Bad Gat')] * 5)
+    with pytest.raises(GitHubUnavailable) as caught:
+        source.pull_payload(REPO, 101)
+    assert "502" in one_line(caught)
+
+
+# The repository look-up that tells a missing PR from a missing repository
+
+
+@pytest.mark.parametrize("answer", [(503, {}, {"message": "Service Unavailable"}), "reset"])
+def test_a_failing_repository_look_up_is_not_repo_not_found(
+    answer: Any, source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/repos/acme/rocket$", [answer] * 3)
+    with pytest.raises(GitHubUnavailable) as caught:
+        source.pull(REPO, 999)
+    assert "acme/rocket" in one_line(caught) or "GitHub" in str(caught.value)
+
+
+def test_a_repository_look_up_that_recovers_finds_the_missing_pr(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/repos/acme/rocket$", [(502, {}, {"message": "Server Error"})])
+    with pytest.raises(PRNotFound):
+        source.pull(REPO, 999)
+
+
+# Connections and what messages show of the URL
+
+
+def test_the_connection_pool_fits_the_jobs(
+    make_source: MakeSource, github: GitHubStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    jobs = 14
+    source = make_source(jobs=jobs)
+    github.script(r"/pulls/101$", [("sleep", 0.3)] * jobs)
+    start = threading.Barrier(jobs)
+
+    def fetch() -> None:
+        start.wait()
+        source.pull_payload(REPO, 101)
+
+    threads = [threading.Thread(target=fetch) for _ in range(jobs)]
+    with caplog.at_level(logging.WARNING, logger="urllib3"):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(github.requests) == jobs
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://bob:hunter2@{host}/api/v3",
+        "http://{host}/api/v3?access_token=hunter2",
+        "http://{host}/api/v3?client_secret=hunter2&x=1#hunter2",
+    ],
+)
+def test_messages_show_no_credentials_of_the_github_url(url: str, make_source: MakeSource) -> None:
+    source = make_source(github_url=url.format(host=closed_port_url().removeprefix("http://")))
+    with pytest.raises(GitHubUnavailable) as caught:
+        source.pull_payload(REPO, 101)
+    message = one_line(caught)
+    assert "hunter2" not in message and "bob" not in message and "/api/v3" in message
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://bob:hunter2@example.com", "http://bob:hunter2@", "notaurl?token=hunter2"]
+)
+def test_a_bad_github_url_is_shown_without_credentials(url: str, github: GitHubStandIn) -> None:
+    with pytest.raises(Exception) as caught:
+        GitHubSource(settings(github, github_url=url))
+    assert "hunter2" not in str(caught.value)

@@ -1,0 +1,171 @@
+"""The store: guards against unusable files, migrations, run records, cache keys."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from prhub import store as store_module
+from prhub.cli import app
+from prhub.config import ENV
+from prhub.errors import StoreError
+from prhub.model import FailedPR
+from prhub.store import MIGRATIONS, Store
+from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
+
+
+def store_env(store: str) -> dict[str, str | None]:
+    """Settings for a weekly run that must fail on the store before any request."""
+    values: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
+    values.update(
+        GITHUB_TOKEN=GITHUB_TOKEN,
+        OPENAI_API_KEY=OPENAI_KEY,
+        GITHUB_API_URL="http://127.0.0.1:9",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+        PRHUB_STORE=store,
+    )
+    return values
+
+
+def assert_store_error(store: Path, says: str) -> None:
+    argv = ["weekly", "--repo", "acme/rocket", "--year", "2026", "--week", "31"]
+    result = CliRunner().invoke(app, argv, env=store_env(str(store)))
+    assert result.exit_code == 13, (result.stderr, result.exception)
+    assert isinstance(result.exception, SystemExit)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("prhub: error: ")]
+    assert len(errors) == 1 and str(store) in errors[0] and says in errors[0], result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_a_store_of_random_bytes_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "prhub.db"
+    path.write_bytes(random.Random(13).randbytes(8192))
+    assert_store_error(path, "not a prhub store")
+    assert path.read_bytes() == random.Random(13).randbytes(8192)  # left as it was
+
+
+def test_a_store_that_is_a_directory_is_refused(tmp_path: Path) -> None:
+    assert_store_error(tmp_path, "is a directory")
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """The file read-only, for root too (which ignores file modes) through chattr +i."""
+    path.chmod(0o444)
+    immutable = os.geteuid() == 0
+    if immutable and subprocess.run(["chattr", "+i", str(path)], check=False).returncode:
+        path.chmod(0o644)
+        pytest.skip("running as root without chattr +i: cannot make a file read-only")
+    try:
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        path.chmod(0o644)
+
+
+def test_a_read_only_store_is_refused_before_any_work(tmp_path: Path) -> None:
+    path = tmp_path / "prhub.db"
+    Store(path).close()
+    with read_only(path):
+        assert_store_error(path, "read-only")
+
+
+def test_a_new_store_has_every_migration_and_a_runs_table(tmp_path: Path) -> None:
+    with closing(Store(tmp_path / "prhub.db")) as store:
+        version = store._db.execute("PRAGMA user_version").fetchone()[0]
+        columns = [row[1] for row in store._db.execute("PRAGMA table_info(runs)")]
+        tables = {row[0] for row in store._db.execute("SELECT name FROM sqlite_master")}
+    assert version == len(MIGRATIONS)
+    assert {"pulls", "digests", "narratives", "runs", "reports"} <= tables
+    assert columns[:4] == ["id", "command", "started_at", "finished_at"]
+    assert {"counts", "tokens_in", "tokens_out", "calls", "errors"} <= set(columns)
+
+
+def test_a_failing_migration_leaves_the_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "prhub.db"
+    Store(path).close()
+    broken = "CREATE TABLE half (a); CREATE TABLE broken ("
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS, broken])
+    with pytest.raises(StoreError, match="cannot open the store"):
+        Store(path)
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert db.execute("SELECT name FROM sqlite_master WHERE name = 'half'").fetchall() == []
+
+
+def test_an_old_store_is_upgraded_keeping_its_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "prhub.db"
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:2])
+    with closing(Store(path)) as old:
+        old._db.execute("INSERT INTO narratives VALUES ('k', '{}', 0, 'then')")
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
+    with closing(Store(path)) as new:
+        assert new.runs() == []
+        assert new._db.execute("SELECT key FROM narratives").fetchall() == [("k",)]
+
+
+def test_stores_opened_at_once_migrate_once(tmp_path: Path) -> None:
+    path, errors, opened = tmp_path / "prhub.db", [], []
+
+    def open_store() -> None:
+        try:
+            opened.append(Store(path))
+        except StoreError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in opened:
+        store.close()
+    assert errors == [] and len(opened) == 8
+
+
+def test_runs_record_their_start_end_counts_and_errors(tmp_path: Path) -> None:
+    with closing(Store(tmp_path / "prhub.db")) as store:
+        weekly_run = store.start_run("weekly")
+        killed_run = store.start_run("summarize")
+        store.finish_run(
+            weekly_run,
+            tokens_in=1200,
+            tokens_out=300,
+            calls=7,
+            errors=[FailedPR(number=103, error="the LLM endpoint kept failing")],
+            prs=6,
+            cached=2,
+            failed=1,
+            retries=4,
+        )
+        latest, first = store.runs()
+    assert (latest["id"], latest["command"], latest["finished_at"]) == (
+        killed_run,
+        "summarize",
+        None,
+    )
+    assert first["id"] == weekly_run and first["finished_at"] >= first["started_at"]
+    assert first["counts"] == {"prs": 6, "cached": 2, "failed": 1, "retries": 4}
+    assert (first["tokens_in"], first["tokens_out"], first["calls"]) == (1200, 300, 7)
+    assert first["errors"] == [{"number": 103, "error": "the LLM endpoint kept failing"}]
+
+
+def test_a_stored_row_that_no_longer_validates_is_a_miss(tmp_path: Path) -> None:
+    with closing(Store(tmp_path / "prhub.db")) as store:
+        store._db.execute("INSERT INTO digests VALUES ('key', 'acme/rocket', 1, '{}', 'then')")
+        store._db.execute("INSERT INTO narratives VALUES ('key', 'not json', 0, 'then')")
+        assert store.digest("key") is None and store.narrative("key") is None
