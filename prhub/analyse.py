@@ -25,6 +25,7 @@ from prhub.model import (
     tag_name,
 )
 from prhub.prepare.diff import parse_hunks
+from prhub.prepare.facts import REVERT_COMMIT, revert_target
 
 __all__ = ["last_complete_week", "week_window", "weekly_facts", "window"]
 
@@ -37,9 +38,6 @@ KEY_EXTS = frozenset({".yaml", ".yml", ".toml", ".json", ".ini", ".cfg"})
 # Files whose changes tell a reader nothing, so they are never hot.
 UNREAD = frozenset({"lock", "vendored", "generated"})
 
-REVERT_TITLE = re.compile(r"""\s*revert\s*(["'])""", re.I)
-REVERT_COMMIT = re.compile(r"^\s*This reverts commit\b(?:\s+([0-9a-f]{7,40})\b)?", re.I | re.M)
-REVERTS_PR = re.compile(r"\breverts?\s+([\w.-]+/[\w.-]+)?#(\d+)\b", re.I)
 
 # YAML / JSON keys; for YAML list items ("- name: x") the key's column is its indentation.
 COLON_KEY = re.compile(
@@ -238,23 +236,10 @@ def _untested(pr: PullRequest) -> bool:
 
 
 def _revert(pr: PullRequest, by_number: dict[int, PullRequest], repo: str) -> Revert | None:
-    title = REVERT_TITLE.match(pr.title)
-    commits = REVERT_COMMIT.findall(pr.body)
-    if not title and not commits:
+    is_revert, reverted = revert_target(pr, repo)
+    if not is_revert:
         return None
-    reverted = None
-    if title:
-        quote = title.group(1)
-        quoted = pr.title[title.end() :]
-        # GitHub may cut a long title, losing the closing quote; then read to the end.
-        quoted = quoted[: quoted.rfind(quote)] if quote in quoted else quoted
-        numbers = re.findall(r"\(#(\d+)\)", quoted)
-        reverted = int(numbers[-1]) if numbers else None  # squash titles end with (#N)
-    if reverted is None:
-        for named_repo, number in REVERTS_PR.findall(pr.body):
-            if not named_repo or named_repo.lower() == repo.lower():
-                reverted = int(number)
-                break
+    commits = REVERT_COMMIT.findall(pr.body)
     if reverted is None:
         for sha in filter(None, commits):
             owners = [

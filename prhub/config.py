@@ -16,11 +16,14 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
 from prhub.errors import ConfigError
+
+_SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.I)
 
 # Environment variable for each setting; flags given on the command line win over these.
 ENV = {
@@ -138,8 +141,23 @@ class Settings(BaseModel):
 
 
 def shown_url(url: str | None) -> str:
-    """A URL fit for messages and logs: any user:password part removed."""
-    return re.sub(r"(://)[^/@\s]+@", r"\1", url or "")
+    """A URL fit for messages and logs: credentials and key-like query values masked."""
+    if not url:
+        return ""
+    # Up to the last "@" before the query when a login is there: a password may hold "@" or "/"
+    # unescaped. "host:8080/a@b" is a port and a path, "user:pa/ss@host" a password.
+    login = re.match(r"[^:/]+://([^?#]*)@", url)
+    if login and ("/" not in login.group(1) or re.match(r"[^/]*:(?!\d+(?:/|$))", login.group(1))):
+        url = url[: url.index("://") + 3] + url[login.end() :]
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a malformed URL)"
+    query = "&".join(
+        f"{k}=***" if _SECRET_PARAM.search(k) else (f"{k}={v}" if v else k)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
 def price(settings: Settings) -> tuple[float, float] | None:
@@ -198,15 +216,27 @@ class _File(BaseModel):
 
 
 def _file_values(data: dict[str, Any], repo: str | None, path: Path) -> dict[str, Any]:
+    """A config file's values for `repo`: its top level, then that repository's section."""
+    top = _shaped(data, path, "")
+    name = repo or top.get("repo") or ""
+    repos = data.get("repos")
+    section = repos.get(name, {}) if isinstance(repos, dict) else {}
+    if not isinstance(section, dict):
+        raise ConfigError(f'{path}: repos."{name}" must be a table')
+    return {**top, **_shaped(section, path, f'repos."{name}".')}
+
+
+def _shaped(data: dict[str, Any], path: Path, where: str) -> dict[str, Any]:
+    """One level of a config file checked for shape, prices and globs in Settings' types."""
     try:
         shape = _File.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(part) for part in err["loc"])
-        raise ConfigError(f"{path}: {where}: {err['msg']}") from None
-    values = {k: v for k, v in data.items() if k not in ("repos", "prices")}
-    values["prices"] = {m: (p.input, p.output) for m, p in shape.prices.items()}
-    values.update(shape.repos.get(repo or values.get("repo") or "", {}))
+        loc = ".".join(str(part) for part in err["loc"])
+        raise ConfigError(f"{path}: {where}{loc}: {err['msg']}") from None
+    values = {k: v for k, v in data.items() if k not in ("repos", "prices", "noise_globs")}
+    if shape.prices:
+        values["prices"] = {m: (p.input, p.output) for m, p in shape.prices.items()}
     if shape.noise_globs is not None:
         values["noise_globs"] = tuple(shape.noise_globs)
     return values

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from prhub import checks
 from prhub.config import Settings
 from prhub.errors import ConfigError
 from prhub.ground import ground_digest
@@ -19,18 +21,22 @@ from prhub.model import (
     PRDigest,
     PreparedPR,
     PullRequest,
+    Usage,
     parse_title,
     tag_name,
 )
 from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
 from prhub.prepare.core import pr_fields
+from prhub.prepare.facts import pr_facts
 from prhub.prepare.tokens import truncate
 
 NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
+CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
 
 Messages = list[dict[str, str]]
+log = logging.getLogger("prhub")
 
 
 def prompt(settings: Settings, task: str) -> Prompt:
@@ -47,7 +53,7 @@ def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int]:
         _tokens(digest_prompt, settings, stub, diff="", notes=[], index="", schema=schema),
         _tokens(notes_prompt, settings, stub, diff="", part=9, parts=9, schema=notes_schema),
     )
-    chunk_budget = settings.input_budget - fixed - TITLE_BUDGET - BODY_BUDGET - MARGIN
+    chunk_budget = settings.input_budget - fixed - TITLE_BUDGET - BODY_BUDGET - MARGIN - CORRECTION
     index_budget = chunk_budget - settings.max_calls * NOTE_BUDGET
     if index_budget < MIN_INDEX:
         raise ConfigError(
@@ -115,18 +121,19 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
     digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
     prepared, calls = plan(pr, settings)
     if len(calls) == 1:
-        content, usage = llm.complete(calls[0], DigestContent)
+        messages = calls[0]
+        usage = Usage()
         prompt_id = digest_prompt.id
     else:
         # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
         with ThreadPoolExecutor(max_workers=len(calls)) as pool:
             results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
         notes = [trim_notes(note, settings) for note, _ in results]
-        content, usage = llm.complete(_final_messages(prepared, notes, settings), DigestContent)
-        usage = sum((u for _, u in results), usage)
+        messages = _final_messages(prepared, notes, settings)
+        usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
-
-    content, dropped = ground_digest(content, pr)
+    content, dropped, failed, spent = checked_reply(messages, pr, llm)
+    usage += spent
     modules, kind, breaking = parse_title(pr.title)
     return PRDigest(
         repo=pr.repo,
@@ -152,10 +159,40 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             ),
             redactions=dict(Counter(pr.redactions) + Counter(prepared.redactions)),
             dropped_citations=dropped,
+            failed_checks=failed,
             cache_key="",
             created_at=datetime.now(UTC),
         ),
     )
+
+
+def checked_reply(
+    messages: Messages, pr: PullRequest, llm: LLM
+) -> tuple[DigestContent, int, list[str], Usage]:
+    """The model's digest, grounded and checked; one corrective call when a check fails.
+
+    Returns the digest that fails fewer checks, its dropped citations, the checks it still
+    fails, and the usage of both calls.
+    """
+    facts = pr_facts(pr)
+    content, usage = llm.complete(messages, DigestContent)
+    content, dropped = ground_digest(content, pr)
+    failed = checks.failures(content, pr, facts)
+    if not failed:
+        return content, dropped, failed, usage
+    log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
+    # The same prompt with what was wrong: the earlier reply is not sent back, so the call
+    # stays within the budget the first one was planned for.
+    *head, last = messages
+    told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
+    again, more = llm.complete([*head, told], DigestContent)
+    again, again_dropped = ground_digest(again, pr)
+    still = checks.failures(again, pr, facts)
+    if len(still) <= len(failed):
+        content, dropped, failed = again, again_dropped, still
+    if failed:
+        log.warning("#%d: the digest still fails %s", pr.number, ", ".join(failed))
+    return content, dropped, failed, usage + more
 
 
 def retag(digest: PRDigest, settings: Settings) -> PRDigest:
@@ -199,6 +236,7 @@ def _stub(pr: PullRequest) -> PreparedPR:
         chunks=[""],
         index="",
         coverage=Coverage(full=[f.path for f in pr.files]),
+        facts=pr_facts(pr).lines(),
     )
 
 

@@ -61,5 +61,8 @@ def each(
                     pool.shutdown(cancel_futures=True)
                     raise
                 failed.append(FailedPR(number=number, error=str(exc)))
+            except BaseException:
+                pool.shutdown(cancel_futures=True)  # a bug or an interrupt: start nothing more
+                raise
             tick(done)
     return results, sorted(failed, key=lambda f: f.number)

@@ -115,6 +115,7 @@ class PreparedPR(BaseModel):
     index: str
     coverage: Coverage
     redactions: dict[str, int] = {}
+    facts: list[str] = []  # what prhub computed, told to the model as fact (prepare.facts)
 
 
 class Usage(BaseModel):
@@ -170,6 +171,8 @@ class DigestMeta(BaseModel):
     coverage: Coverage
     redactions: dict[str, int] = {}
     dropped_citations: int = 0
+    # Content checks the published digest still fails after its corrective call (prhub.checks).
+    failed_checks: list[str] = []
     cache_key: str = ""
     created_at: datetime
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from prhub.config import Settings
 from prhub.digest import MARGIN, prompt
 from prhub.ground import ground_weekly
-from prhub.llm import LLM, message_tokens, schema_text
+from prhub.llm import LLM, schema_text
 from prhub.model import PRDigest, Usage, WeeklyFacts, WeeklyNarrative
 from prhub.prepare.tokens import count, truncate
 
@@ -60,7 +60,8 @@ def narrate(
     usage = sum((u for _, u in drafts), Usage())
     share = max(200, (room // 2) // len(drafts))
     partials = [truncate(draft_text(n), share, settings.encoding) for n, _ in drafts]
-    short = [line.split(" | ")[0] for line in lines]
+    ranked = sorted(digests, key=lambda d: -d.content.importance)
+    short = [digest_line(d, settings).split(" | ")[0] for d in ranked]
     while short and count("\n".join(short + partials), settings.encoding) > room:
         short = short[: len(short) * 3 // 4]  # keep the titles that fit, most important first
     narrative, final = llm.complete(_messages(facts, short, partials, settings), WeeklyNarrative)
@@ -69,13 +70,20 @@ def narrate(
 
 
 def planned_tokens(facts: WeeklyFacts, digests: int, settings: Settings) -> tuple[int, int]:
-    """The calls and prompt tokens the narrative of `digests` PRs would take, before they exist."""
+    """The calls and prompt tokens the narrative of `digests` PRs would take, before they exist.
+
+    Each PR's line is counted at its full share, and the final call of a map-reduce at the
+    whole budget: an upper bound, as a cost estimate should be.
+    """
     if not digests:
         return 0, 0
-    lines = ["#0 " + "字" * DIGEST_LINE_TOKENS] * digests  # each PR's line at its full share
-    tokens = message_tokens(_messages(facts, lines, [], settings), settings.encoding)
-    groups = -(-tokens // settings.input_budget)
-    return (1 if groups == 1 else groups + 1), tokens
+    fixed = _fixed_tokens(facts, settings)
+    size = DIGEST_LINE_TOKENS + 2
+    room = settings.input_budget - fixed
+    if digests * size <= room:
+        return 1, fixed + digests * size
+    groups = -(-digests // max(1, room // size))
+    return groups + 1, groups * fixed + digests * size + settings.input_budget
 
 
 def draft_text(n: WeeklyNarrative) -> str:

@@ -21,6 +21,8 @@ _INLINE_MARK = re.compile(
     r"|<(?=\S)"  # HTML and autolinks
     r"|&(?=#\d{1,7};|#[xX][0-9a-fA-F]{1,6};|[A-Za-z][A-Za-z0-9]{1,31};)"  # entities
 )
+# Renderers older than CommonMark keep a backslash before < and & but all read entities.
+_ENTITIES = {"<": "&lt;", "&": "&amp;"}
 # Marks that start a block only at the start of a line: headings, quotes, lists, rules.
 _BLOCK_START = re.compile(r"^(?:#{1,6}(?=\s|$)|>|[-+](?=\s|$)|-(?=-))")
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
@@ -56,7 +58,7 @@ def _escape(text: str, starts_line: bool, ends_text: bool) -> str:
         found = match.group(0)
         if found[0] == "_" and _inside_word(text, match.start(), match.end()):
             return found  # snake_case stays readable: CommonMark cannot open or close there
-        return "".join("\\" + c for c in found)
+        return _ENTITIES.get(found) or "".join("\\" + c for c in found)
 
     text = _INLINE_MARK.sub(mark, text)
     if starts_line:

@@ -146,15 +146,21 @@ class GitHubSource:
             )
             return data
 
-        return self._call(fetch, f"fetching {repo}#{number}", repo=repo, number=number)
+        payload = self._call(fetch, f"fetching {repo}#{number}", repo=repo, number=number)
+        if payload["number"] != number:
+            raise GitHubUnavailable(
+                f"GitHub answered #{payload['number']} when asked for {repo}#{number}: rerun later"
+            )
+        return payload
 
     def pull(self, repo: str, number: int, payload: dict[str, Any] | None = None) -> PullRequest:
         """One PR with every changed file over all pages, its reviews and references."""
         payload = payload or self.pull_payload(repo, number)
-        if origin(payload["url"]) != origin(self.settings.github_url):  # PyGithub follows it
+        other = origin(payload["url"])  # where PyGithub would list the files and reviews
+        if other != origin(self.settings.github_url):
             raise GitHubUnavailable(
                 f"GitHub's answer for {repo}#{number} points to another host, "
-                f"{origin(payload['url'])}: not followed; check --github-url"
+                f"{other or 'an unreadable address'}: not followed; check --github-url"
             )
         # Built from the payload in hand, so listing files and reviews does not refetch it.
         pull = self.client.create_from_raw_data(GithubPullRequest, payload)
@@ -187,34 +193,40 @@ class GitHubSource:
         """Every hit in [lo, hi); halved past 1,000 hits, and once when it stays incomplete."""
         last = hi - timedelta(seconds=1)  # GitHub's a..b range includes both ends
         window = f"{lo.isoformat()}..{last.isoformat()}"
-        what = f"searching {repo}"
-        results = self.client.search_issues(
-            f"repo:{repo} is:pr is:merged merged:{window}", sort="created", order="asc"
-        )
+        small = hi - lo <= SMALLEST_WINDOW
+        # Whole seconds: GitHub's search reads times to the second.
+        middle = lo + timedelta(seconds=(hi - lo).total_seconds() // 2)
         try:
-            # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
-            total = self._call(lambda: results.totalCount, what, repo=repo)
-            if total < SEARCH_LIMIT:
-                # Attributes, not raw_data: reading raw_data of a search item refetches it.
-                # A retry iterates the same list again: read pages are kept, the failed one
-                # refetched.
-                return self._call(lambda: [_hit(repo, i) for i in results], what, repo=repo)
+            hits = self._search_once(repo, window)
         except IncompleteSearch:
-            # Retried already: a smaller window gives GitHub's search less to do in its time.
-            if not halve:
+            # Retried already; a smaller window gives GitHub's search less to do in its time.
+            if not halve or small:
                 raise GitHubUnavailable(
                     f"GitHub's search for PRs of {repo} merged {window} stayed incomplete "
                     "(GitHub's search timed out) after retries and halving: rerun later"
                 ) from None
-            halve = False
-        else:
-            if hi - lo <= SMALLEST_WINDOW:
-                raise GitHubUnavailable(
-                    f"GitHub counts {total} or more PRs of {repo} merged {window}: "
-                    "too many to list, and listing part of them would be wrong"
-                )
-        middle = lo + (hi - lo) / 2
+            return self._search(repo, lo, middle, False) + self._search(repo, middle, hi, False)
+        if hits is not None:
+            return hits
+        if small:
+            raise GitHubUnavailable(
+                f"GitHub counts {SEARCH_LIMIT} or more PRs of {repo} merged {window}, "
+                "more than its search lists: prhub will not report part of them"
+            )
         return self._search(repo, lo, middle, halve) + self._search(repo, middle, hi, halve)
+
+    def _search_once(self, repo: str, window: str) -> list[dict[str, Any]] | None:
+        """The hits of one search; None when GitHub counts 1,000 or more, as many as it lists."""
+        what = f"searching {repo}"
+        results = self.client.search_issues(
+            f"repo:{repo} is:pr is:merged merged:{window}", sort="created", order="asc"
+        )
+        # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
+        if self._call(lambda: results.totalCount, what, repo=repo) >= SEARCH_LIMIT:
+            return None
+        # Attributes, not raw_data: reading raw_data of a search item refetches the issue.
+        # A retry iterates the same list again: read pages are kept, the failed one refetched.
+        return self._call(lambda: [_hit(repo, item) for item in results], what, repo=repo)
 
     def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
         try:

@@ -152,25 +152,29 @@ class _HTTPS(HTTPSRequestsConnectionClass):
 
 def checked(session: requests.Session, response: requests.Response, **send: Any) -> Any:
     """The answer after redirects within its origin: an error status, or 200 with valid JSON."""
-    hops = 0
-    while response.is_redirect:
-        where = urlsplit(response.url).path
-        target = urljoin(response.url, response.headers["location"])
-        if origin(target) != origin(response.url):
-            other = origin(target) or "an unreadable address"
-            raise GitHubUnavailable(
-                f"GitHub redirected {where} to another host, {other}: not followed; {ADVICE}"
-            )
-        hops += 1
-        if hops > MAX_REDIRECTS:
-            raise GitHubUnavailable(f"GitHub redirected {where} more than {MAX_REDIRECTS} times")
-        request = response.request.copy()
-        request.prepare_url(target, None)
-        request.hooks = default_hooks()  # the chain is followed here, not by nested hooks
-        _ = response.content  # read to the end, so the connection can serve the next request
-        response.close()
-        response = session.send(request, allow_redirects=False, **send)
-    _check(response, stream=bool(send.get("stream")))
+    try:
+        hops = 0
+        while response.is_redirect:
+            where = urlsplit(response.url).path
+            target = urljoin(response.url, response.headers["location"])
+            if origin(target) != origin(response.url):
+                other = origin(target) or "an unreadable address"
+                raise GitHubUnavailable(
+                    f"GitHub redirected {where} to another host, {other}: not followed; {ADVICE}"
+                )
+            hops += 1
+            if hops > MAX_REDIRECTS:
+                raise GitHubUnavailable(f"GitHub redirected {where} in a loop: {ADVICE}")
+            request = response.request.copy()
+            request.prepare_url(target, None)
+            request.hooks = default_hooks()  # the chain is followed here, not by nested hooks
+            _ = response.content  # read to the end, so the connection can serve the next request
+            response.close()
+            response = session.send(request, allow_redirects=False, **send)
+        _check(response, stream=bool(send.get("stream")))
+    except Exception:
+        response.close()  # PyGithub never sees this answer, so nothing else would close it
+        raise
     return response
 
 
@@ -183,7 +187,7 @@ def _check(response: requests.Response, stream: bool) -> None:
             raise GitHubUnavailable(f"GitHub answered {status} to {where} with broken JSON")
         return
     if 300 <= status < 400:
-        raise GitHubUnavailable(f"GitHub answered {status} to {where} without a Location")
+        raise GitHubUnavailable(f"GitHub answered {status} to {where} without a Location: {ADVICE}")
     if status != 200:  # PyGithub would wait on a 202 forever; the others mean nothing here
         raise GitHubUnavailable(f"GitHub answered {status} to {where}, not 200: {ADVICE}")
     for link in response.links.values():  # pagination that PyGithub would follow
@@ -200,7 +204,7 @@ def _check(response: requests.Response, stream: bool) -> None:
     if (data := _json(body)) is None:
         kind = (response.headers.get("content-type") or "no type").split(";")[0][:40]
         bare = body.strip()
-        looks = "empty" if not bare else "null" if bare == b"null" else f"not JSON ({kind})"
+        looks = "no body" if not bare else "null" if bare == b"null" else f"not JSON ({kind})"
         raise GitHubUnavailable(f"GitHub sent a malformed answer to {where}: {looks}; {ADVICE}")
     for pattern, shape, top in SHAPES:
         if pattern.search(where):
@@ -230,8 +234,6 @@ def _malformed(where: str, exc: ValidationError, data: Any, top: str) -> str:
 
 
 def _kind(data: Any) -> str:
-    if data is None:
-        return "null"
     if isinstance(data, bool):
         return "true or false"
     kinds = {int: "a number", float: "a number", str: "a string", list: "a list"}

@@ -346,3 +346,23 @@ def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandI
     assert_ok(summarize(env))
     assert_ok(summarize(env, "--refresh"))
     assert len(llm.bodies) == 2
+
+
+def test_the_cli_imports_only_the_pipeline_and_its_own_helpers() -> None:
+    import ast
+
+    import prhub.cli
+
+    tree = ast.parse(Path(prhub.cli.__file__).read_text(encoding="utf-8"))
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "prhub"
+        for alias in node.names
+    } | {
+        node.module.split(".")[1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prhub.")
+    }
+    assert imported <= {"pipeline", "progress", "config", "errors", "ci"}, imported
+    assert "pipeline" in imported

@@ -241,6 +241,12 @@ def test_describe_lists_every_setting_and_masks_secrets():
         ("http://token@127.0.0.1:8080", "http://127.0.0.1:8080"),
         ("https://api.github.com", "https://api.github.com"),
         ("https://host/path/a@b", "https://host/path/a@b"),  # an @ after the host is no login
+        ("http://host:8080/a@b", "http://host:8080/a@b"),  # a port, then a path
+        ("https://u:p@ss@host/v1", "https://host/v1"),  # an unescaped @ in the password
+        ("https://u:pa/ss@host", "https://host"),  # an unescaped / in the password
+        ("https://h/v1?api-key=abc&x=1", "https://h/v1?api-key=***&x=1"),
+        ("https://h/v1?access_token=abc", "https://h/v1?access_token=***"),
+        ("http://[::1", "(a malformed URL)"),
         (None, ""),
         ("", ""),
     ],
@@ -282,3 +288,31 @@ def test_prepare_key_ignores_how_the_run_goes():
     key = Settings().prepare_key()
     for change in ({"jobs": 16}, {"timeout": 5.0}, {"tz": "UTC"}, {"max_attempts": 1}):
         assert Settings(**change).prepare_key() == key, change
+
+
+def test_a_repo_sections_globs_and_prices_win_over_the_top_level(tmp_path):
+    toml(
+        tmp_path,
+        """
+noise_globs = ["top/**"]
+[prices.m]
+input = 1.0
+output = 2.0
+[repos."o/r"]
+noise_globs = ["repo/**"]
+[repos."o/r".prices.m]
+input = 3.0
+output = 4.0
+""",
+    )
+    s = load_settings({"repo": "o/r"}, env={}, cwd=tmp_path)
+    assert s.noise_globs == ("repo/**",)
+    assert s.prices == {"m": (3.0, 4.0)}
+    other = load_settings({"repo": "o/x"}, env={}, cwd=tmp_path)
+    assert other.noise_globs == ("top/**",) and other.prices == {"m": (1.0, 2.0)}
+
+
+def test_a_malformed_repo_section_names_it(tmp_path):
+    toml(tmp_path, '[repos."o/r".prices.m]\ninput = "cheap"\noutput = 1\n')
+    with pytest.raises(ConfigError, match=r'repos\."o/r"\.prices\.m\.input'):
+        load_settings({"repo": "o/r"}, env={}, cwd=tmp_path)

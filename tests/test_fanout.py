@@ -196,3 +196,10 @@ def test_no_more_than_jobs_prs_run_at_once(jobs):
     results, failed = each({n: n for n in range(12)}, work, jobs=jobs)
     assert len(results) == 12 and failed == []
     assert most == jobs
+
+
+def test_a_bug_in_the_work_cancels_the_rest_too():
+    work, calls = scripted({1: KeyError("boom")}, delay=0.01)
+    with pytest.raises(KeyError):
+        each({n: n for n in range(1, 21)}, work, jobs=1)
+    assert len(calls) < 20

@@ -508,12 +508,19 @@ def test_markup_that_slipped_through_would_be_blocked_and_counted(tmp_path):
 
 
 # A frame as wide as the reader's window (Chromium's own windows are at least 500 px wide); once
-# the page in it has loaded, the frame writes how wide the page is against its window.
+# the page in it has loaded, the frame writes how wide the page is, the window's width and how
+# many tables scroll sideways in their own box.
+MEASURE = (
+    "var d = this.contentDocument, wide = 0;"
+    "d.querySelectorAll('.table-wrap').forEach(function (e) {"
+    "  if (e.scrollWidth > e.clientWidth) wide++;"
+    "});"
+    "var seen = [d.documentElement.scrollWidth, this.contentWindow.innerWidth, wide];"
+    "document.body.setAttribute('data-width', seen.join(' '));"
+)
 FRAME = (
-    '<!doctype html><body><iframe src="{src}" style="border: 0; width: {width}px; height: 900px" '
-    "onload=\"document.body.setAttribute('data-width', "
-    "this.contentDocument.documentElement.scrollWidth + ' ' + this.contentWindow.innerWidth)\">"
-    "</iframe></body>"
+    '<!doctype html><body><iframe src="{src}" onload="{measure}"'
+    ' style="border: 0; width: {width}px; height: 900px"></iframe></body>'
 )
 
 
@@ -523,14 +530,14 @@ FRAME = (
 def test_long_text_wraps_without_scrolling_the_page_in_chromium(tmp_path, which, width):
     text = html.weekly_html(long_report()) if which == "weekly" else html.digest_html(long_digest())
     src = write(tmp_path, f"{which}.html", text)
-    frame = write(tmp_path, "frame.html", FRAME.format(src=src, width=width))
+    frame = write(tmp_path, "frame.html", FRAME.format(src=src, width=width, measure=MEASURE))
     dom, console = chromium(
         tmp_path, frame, "--dump-dom", "--allow-file-access-from-files", "--window-size=1300,1000"
     )
     body = next(a for tag, a in Page(dom).elements if tag == "body")
-    scroll, inner = map(int, (body.get("data-width") or "0 0").split())
+    scroll, inner, wide_tables = map(int, (body.get("data-width") or "0 0 0").split())
     assert console == [] and inner == width
-    assert scroll <= inner
+    assert scroll <= inner and wide_tables == 0
 
 
 @needs_chromium

@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 
-from prhub import narrate, pipeline, render
+from prhub import pipeline, render
 from prhub.config import Settings
-from prhub.llm import LLM
-from prhub.model import DigestContent, WeeklyNarrative
-from prhub.prepare.tokens import count
+from prhub.model import DigestContent
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
@@ -275,29 +273,6 @@ def test_tables_stay_well_formed_with_hostile_titles(github, llm, tmp_path):
             widths = {len(re.findall(r"(?<!\\)\|", row)) for row in table}
             assert len(widths) == 1, table
             table = []
-
-
-def test_weekly_narrative_map_reduces_when_digests_overflow(github, smart_llm, tmp_path):
-    config = settings(github, smart_llm, tmp_path)
-    report = pipeline.weekly(config, year=2026, week=31, narrate=False)
-    wordy = report.digests[0].content.model_copy(update={"risks": ["并发写入可能丢数据。" * 30]})
-    many = [
-        report.digests[0].model_copy(update={"number": 1000 + i, "content": wordy})
-        for i in range(40)
-    ]
-    facts = report.facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 40})
-    small = config.model_copy(update={"input_budget": 3500})
-    before = len(smart_llm.bodies)
-    client = LLM(small)
-    try:
-        narrative, usage, _ = narrate.narrate(facts, many, small, client)
-    finally:
-        client.close()
-    sent = smart_llm.bodies[before:]
-    assert isinstance(narrative, WeeklyNarrative)
-    assert len(sent) == usage.calls >= 3  # at least two groups and the final call
-    assert all(count(prompt_text(body)) <= 3500 for body in sent)
-    assert "第 1 组草稿" in prompt_text(sent[-1])
 
 
 def test_window_rejects_bad_weeks_and_dates(github, smart_llm, tmp_path):

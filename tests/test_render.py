@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter
@@ -105,9 +106,9 @@ def test_footers_say_where_the_text_came_from():
 # Untrusted text and its Markdown: every mark that could start markup where it stands is escaped,
 # and nothing else, so Chinese prose and snake_case stay readable in the raw file.
 HOSTILE = [
-    ("a <script>x</script> & b", "a \\<script>x\\</script> & b"),
-    ("<https://a.example> <!-- c --> a < b", "\\<https://a.example> \\<!-- c --> a < b"),
-    ("&amp; &#123; &#x1F; AT&T", "\\&amp; \\&#123; \\&#x1F; AT&T"),
+    ("a <script>x</script> & b", "a &lt;script>x&lt;/script> & b"),
+    ("<https://a.example> <!-- c --> a < b", "&lt;https://a.example> &lt;!-- c --> a < b"),
+    ("&amp; &#123; &#x1F; AT&T", "&amp;amp; &amp;#123; &amp;#x1F; AT&T"),
     ("keep `a<b>` code", "keep `a<b>` code"),
     ("stray ` tick", "stray \\` tick"),
     ("```python", "\\`\\`\\`python"),
@@ -140,7 +141,7 @@ HOSTILE = [
     ("2026.8 版本，第 3. 条", "2026.8 版本，第 3. 条"),
     ("    缩进的代码", "缩进的代码"),
     ("===", "==="),
-    ("<div>\n\n块</div>", "\\<div> 块\\</div>"),
+    ("<div>\n\n块</div>", "&lt;div> 块&lt;/div>"),
     ("标题\n\n| a | b |\n|---|---|", "标题 | a | b | |---|---|"),
     ("行\u2028分隔\u2029段落\r回车\r\n\x85下一行\v\f", "行 分隔 段落 回车 下一行"),
     ("句中的点。a.b, (括号) 感叹!问号? 冒号: 引号\"' {x} 100% ^", None),
@@ -312,7 +313,7 @@ def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
     hostile = hostile_narrative_report()
     text = render.labels_markdown(hostile)
     tokens = MARKDOWN.parse(text)
-    headings = [plain(t) for t, up in zip(tokens[1:], tokens) if up.type == "heading_open"]
+    headings = [plain(t) for up, t in itertools.pairwise(tokens) if up.type == "heading_open"]
     assert f"{render.one_line(tag_name(INJECT))}（1）" in headings
     assert headings.count(f"#101 {INJECTED}") == 3  # under rollout, bugfix and the label
     before = shape(render.labels_markdown(report()))["heading_open"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ from prhub.errors import (
 )
 from prhub.retry import RetryCounter
 from prhub.source import GitHubSource, references
-from tests.conftest import GITHUB_TOKEN
+from tests.conftest import FIXTURES, GITHUB_TOKEN
 from tests.standins import GitHubStandIn
 
 REPO = "acme/rocket"
@@ -199,6 +201,44 @@ def test_merged_between_end_is_exclusive(source: GitHubSource) -> None:
     assert [h["number"] for h in hits] == []
     hits = source.merged_between(REPO, merged_106, merged_106 + timedelta(seconds=1))
     assert [h["number"] for h in hits] == [106]
+
+
+def big_repo(root: Path, merged: list[datetime]) -> Path:
+    """A data dir with a repository big/repo of one PR per merge time, numbered from 1."""
+    pulls = root / "big" / "repo" / "pulls"
+    pulls.mkdir(parents=True)
+    template = json.loads(
+        (FIXTURES / "github" / "acme" / "rocket" / "pulls" / "101.json").read_text()
+    )
+    for number, when in enumerate(merged, 1):
+        stamp = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        pull = {**template, "number": number, "merged_at": stamp, "updated_at": stamp}
+        (pulls / f"{number}.json").write_text(json.dumps(pull))
+    return root
+
+
+def test_merged_between_splits_a_window_past_1000_hits(tmp_path: Path) -> None:
+    start = datetime(2026, 7, 27, tzinfo=UTC)
+    merged = [start + timedelta(minutes=9 * n) for n in range(1100)]  # 6.9 days
+    with GitHubStandIn(big_repo(tmp_path, merged)) as github:
+        source = GitHubSource(settings(github))
+        try:
+            hits = source.merged_between("big/repo", start, start + timedelta(days=7))
+        finally:
+            source.close()
+    assert [h["number"] for h in hits] == list(range(1, 1101))
+
+
+def test_more_than_1000_hits_in_the_smallest_window_is_an_error(tmp_path: Path) -> None:
+    start = datetime(2026, 7, 27, tzinfo=UTC)
+    merged = [start + timedelta(hours=5)] * 1001  # all in one second
+    with GitHubStandIn(big_repo(tmp_path, merged)) as github:
+        source = GitHubSource(settings(github))
+        try:
+            with pytest.raises(GitHubUnavailable, match="1000 or more PRs of big/repo"):
+                source.merged_between("big/repo", start, start + timedelta(days=1))
+        finally:
+            source.close()
 
 
 # Retries

@@ -10,6 +10,7 @@ from prhub.config import Settings
 from prhub.errors import ConfigError
 from prhub.model import Coverage, FileChange, FileView, PreparedPR, PullRequest
 from prhub.prepare.diff import Entry, header, split_hunks, tier
+from prhub.prepare.facts import pr_facts
 from prhub.prepare.index import VIEWS, build_index
 from prhub.prepare.noise import is_pure_rename, noise_reason, reduce_notebook
 from prhub.prepare.pack import pack
@@ -128,5 +129,6 @@ def prepare(
         chunks=chunks,
         index=index,
         coverage=coverage,
+        facts=[clean(line) for line in pr_facts(pr).lines()],
         redactions=dict(counts),
     )

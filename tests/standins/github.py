@@ -33,10 +33,7 @@ class StandIn:
     prefix = ""  # path of the API root, part of .url
     fault_kinds: tuple[str, ...] = ()
 
-    def __init__(
-        self, *, host: str = "127.0.0.1", port: int = 0, fault_rate: float = 0.0, seed: int = 0
-    ) -> None:
-        self.host = host  # any 127.x.y.z address: another "host" on the same machine
+    def __init__(self, *, port: int = 0, fault_rate: float = 0.0, seed: int = 0) -> None:
         self.port = port
         self.url = ""
         self.fault_rate = fault_rate
@@ -52,11 +49,11 @@ class StandIn:
         self.log: Any = None
 
     def start(self) -> StandIn:
-        """Bind the loopback address and serve in a daemon thread."""
+        """Bind 127.0.0.1 and serve in a daemon thread."""
         handler = type("Handler", (_Handler,), {"standin": self})
-        self._server = ThreadingHTTPServer((self.host, self.port), handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self.port = self._server.server_address[1]
-        self.url = f"http://{self.host}:{self.port}{self.prefix}"
+        self.url = f"http://127.0.0.1:{self.port}{self.prefix}"
         # A short poll interval keeps stop() quick; the default makes it wait up to 0.5 s.
         serve = self._server.serve_forever
         threading.Thread(target=serve, kwargs={"poll_interval": 0.02}, daemon=True).start()
@@ -250,12 +247,11 @@ class GitHubStandIn(StandIn):
         data_dir: Path,
         *,
         token: str | None = None,
-        host: str = "127.0.0.1",
         port: int = 0,
         fault_rate: float = 0.0,
         seed: int = 0,
     ) -> None:
-        super().__init__(host=host, port=port, fault_rate=fault_rate, seed=seed)
+        super().__init__(port=port, fault_rate=fault_rate, seed=seed)
         self.data_dir = Path(data_dir)
         self.token = token
         # resource -> [limit, window seconds, used, reset epoch], as GitHub counts per hour/minute

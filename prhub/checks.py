@@ -1,0 +1,88 @@
+"""Rules a digest must meet beyond its schema: a Chinese title, cited advice, facts kept."""
+
+from __future__ import annotations
+
+import re
+
+from prhub.ground import PATH, SPAN, pr_source
+from prhub.model import DigestContent, PullRequest
+from prhub.prepare.facts import Facts
+
+TITLE_MAX = 40  # characters
+DOCS_IMPORTANCE_MAX = 4.0  # a PR that only edits documentation is not a key change
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+# Code spans, URLs, paths and identifiers (snake_case, dotted, CAPS): English by nature.
+_CODEISH = re.compile(
+    r"`[^`]*`|https?://\S+|(?:[\w.-]+/)+[\w.-]+|\b\w*[_.]\w+\b|\b[A-Z0-9]{2,}\w*\b", re.ASCII
+)
+_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)*\w+(\([^)]*\))?!?:")
+_REVERT_WORDS = ("回滚", "撤销", "还原", "撤回", "回退", "revert")
+
+# Each check's name, as recorded in a digest, and what the model is told when it fails.
+MESSAGES = {
+    "title_multiline": "标题必须是一行。",
+    "title_too_long": f"标题不能超过 {TITLE_MAX} 个字符。",
+    "title_not_chinese": "标题必须用中文概括改动（标识符可以保留英文）。",
+    "title_copied": "标题不能照抄 PR 的英文原标题，要用中文说明改了什么、为什么重要。",
+    "advice_uncited": "阅读建议必须点名至少一个本 PR 改动的文件或标识符（用反引号）。",
+    "not_chinese": "导读正文必须用中文书写（标识符可以保留英文）。",
+    "revert_misread": "这个 PR 是回滚：标题和建议必须说明它撤销了什么，不能写成新增该功能。",
+    "docs_overrated": f"这个 PR 只改了文档，重要性不应高于 {DOCS_IMPORTANCE_MAX:.0f}。",
+}
+
+
+def chinese(text: str, least: int = 4) -> bool:
+    """Mostly Chinese once code, paths and identifiers are set aside."""
+    prose = _CODEISH.sub(" ", text)
+    cjk = len(_CJK.findall(prose))
+    return cjk >= least and cjk * 2 >= len(_LATIN.findall(prose))
+
+
+def failures(content: DigestContent, pr: PullRequest, facts: Facts) -> list[str]:
+    """The names of the checks `content` fails, in a stable order."""
+    title = content.title.strip()
+    failed = []
+    if "\n" in title or "\r" in title:
+        failed.append("title_multiline")
+    if len(title) > TITLE_MAX:
+        failed.append("title_too_long")
+    if not chinese(title):
+        failed.append("title_not_chinese")
+    if _copied(title, pr.title):
+        failed.append("title_copied")
+    if pr.files and not _cites(content.advice, pr):
+        failed.append("advice_uncited")
+    items = "\n".join([*content.design_decisions, *content.risks, *content.follow_ups])
+    if not chinese(content.advice, least=20) or (items and not chinese(items)):
+        failed.append("not_chinese")
+    said = f"{title}\n{content.advice}".lower()
+    if facts.revert and not any(word in said for word in _REVERT_WORDS):
+        failed.append("revert_misread")
+    if facts.docs_only and content.importance > DOCS_IMPORTANCE_MAX:
+        failed.append("docs_overrated")
+    return failed
+
+
+def correction(failed: list[str]) -> str:
+    """What the corrective call tells the model."""
+    lines = "\n".join(f"- {MESSAGES[name]}" for name in failed)
+    return f"上一次回复有以下问题：\n{lines}\n请修正这些问题，按同样的 JSON 格式重新输出完整结果。"
+
+
+def _copied(title: str, original: str) -> bool:
+    def norm(text: str) -> str:
+        return re.sub(r"\W+", "", text).lower()
+
+    theirs = norm(_PREFIX.sub("", original))  # "[mod] fix: " says nothing of the change
+    return len(theirs) >= 8 and theirs in norm(title)
+
+
+def _cites(advice: str, pr: PullRequest) -> bool:
+    """The advice names a file or identifier that is in the PR."""
+    source = pr_source(pr)
+    cited = [*SPAN.findall(advice), *PATH.findall(advice)]
+    if any(c.strip() and c.strip() in source for c in cited):
+        return True
+    names = {f.path.rsplit("/", 1)[-1] for f in pr.files}
+    return any(name and name in advice for name in names)

@@ -1,0 +1,99 @@
+"""What prhub knows about a PR without a model: reverts, size, added and deleted files, tests."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from prhub import paths
+from prhub.model import PullRequest
+
+REVERT_TITLE = re.compile(r"""\s*revert\s*(["'])""", re.I)
+REVERT_KIND = re.compile(r"\s*(?:\[[^\]]*\]\s*)*revert(?:\([^)]*\))?!?\s*:", re.I)  # revert: x
+REVERT_COMMIT = re.compile(r"^\s*This reverts commit\b(?:\s+([0-9a-f]{7,40})\b)?", re.I | re.M)
+REVERTS_PR = re.compile(r"\breverts?\s+([\w.-]+/[\w.-]+)?#(\d+)\b", re.I)
+# Changed lines at or under each bound, and the size class named for it.
+SIZES = ((10, "微小"), (100, "小"), (500, "中"), (2000, "大"))
+NAMED = 8  # files named per list in the prompt; the rest are counted
+
+
+@dataclass(frozen=True)
+class Facts:
+    """A PR's computed facts, which the model is told and its digest is checked against."""
+
+    revert: bool
+    reverted: int | None  # the PR it reverts, when the title or body names it
+    size: str
+    added: list[str]
+    deleted: list[str]
+    tests_touched: bool
+    code_touched: bool
+    generated: list[str]
+    docs_only: bool
+
+    def lines(self) -> list[str]:
+        """The facts as short Chinese statements for the prompt."""
+        out = []
+        if self.revert:
+            target = f" #{self.reverted}" if self.reverted else ""
+            what = target or "之前的改动"
+            out.append(f"这是一个回滚（revert）PR：它撤销{what}，而不是新增功能。")
+        out.append(f"规模：{self.size}。")
+        if self.added:
+            out.append("新增文件：" + _names(self.added))
+        if self.deleted:
+            out.append("删除文件：" + _names(self.deleted))
+        if self.code_touched:
+            out.append("改动了测试文件。" if self.tests_touched else "没有改动任何测试文件。")
+        if self.generated:
+            out.append("自动生成的文件（不要当作手写代码评价）：" + _names(self.generated))
+        if self.docs_only:
+            out.append("只改了文档，没有代码改动。")
+        return out
+
+
+def revert_target(pr: PullRequest, repo: str | None = None) -> tuple[bool, int | None]:
+    """Whether `pr` is a revert, and the PR its title or body says it reverts."""
+    title = REVERT_TITLE.match(pr.title)
+    is_revert = bool(title or REVERT_KIND.match(pr.title) or REVERT_COMMIT.search(pr.body))
+    if not is_revert:
+        return False, None
+    reverted = None
+    if title:
+        quote = title.group(1)
+        quoted = pr.title[title.end() :]
+        # GitHub may cut a long title, losing the closing quote; then read to the end.
+        quoted = quoted[: quoted.rfind(quote)] if quote in quoted else quoted
+        numbers = re.findall(r"\(#(\d+)\)", quoted)
+        reverted = int(numbers[-1]) if numbers else None  # squash titles end with (#N)
+    if reverted is None:
+        own = (repo or pr.repo).lower()
+        for named_repo, number in REVERTS_PR.findall(pr.body):
+            if not named_repo or named_repo.lower() == own:
+                reverted = int(number)
+                break
+    return True, None if reverted == pr.number else reverted
+
+
+def pr_facts(pr: PullRequest) -> Facts:
+    """The facts of one PR, from its title, body and file list."""
+    is_revert, reverted = revert_target(pr)
+    changed = pr.additions + pr.deletions
+    size = next((name for bound, name in SIZES if changed <= bound), "超大")
+    kinds = {f.path: paths.kind(f.path) for f in pr.files}
+    return Facts(
+        revert=is_revert,
+        reverted=reverted,
+        size=f"{size}（+{pr.additions}/-{pr.deletions}，{len(pr.files)} 个文件）",
+        added=[f.path for f in pr.files if f.status == "added"],
+        deleted=[f.path for f in pr.files if f.status == "removed"],
+        tests_touched=any(k == "test" for k in kinds.values()),
+        code_touched=any(k == "code" for k in kinds.values()),
+        generated=[p for p, k in kinds.items() if k == "generated"],
+        docs_only=bool(kinds) and all(k == "docs" for k in kinds.values()),
+    )
+
+
+def _names(items: list[str]) -> str:
+    shown = "，".join(items[:NAMED])
+    return shown + (f" 等 {len(items)} 个" if len(items) > NAMED else "")
