@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -14,7 +16,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from prhub.config import Settings, load_settings
-from prhub.errors import PrhubError
+from prhub.errors import Interrupted, PrhubError
 
 app = typer.Typer(
     help="Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.",
@@ -205,7 +207,7 @@ def labels(
         settings = _settings(options)
         from prhub import pipeline
 
-        _week("labels", settings, options, lambda r: pipeline.publish_labels(r, tag, out))
+        _week("labels", settings, options, lambda r: pipeline.publish_labels(r, tag, settings, out))
     except PrhubError as exc:
         _fail(exc)
 
@@ -279,11 +281,17 @@ def init_ci(
 
 def main() -> None:
     """The console script: anything unforeseen is one line and exit 1, unless --verbose."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
     try:
         app(prog_name="prhub")
-    except KeyboardInterrupt:
-        typer.echo("prhub: interrupted; what was done is kept, rerun to go on", err=True)
-        sys.exit(130)
+    except Interrupted as exc:
+        kept = f" ({exc.kept})" if exc.kept else ""
+        typer.echo(f"prhub: interrupted; what was done is kept{kept}, rerun to go on", err=True)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        # Requests still in flight are abandoned: their threads must not hold the exit.
+        os._exit(exc.exit_code)
     except Exception as exc:
         if "--verbose" in sys.argv or "-v" in sys.argv:
             raise
@@ -292,3 +300,16 @@ def main() -> None:
             err=True,
         )
         sys.exit(1)
+
+
+_signalled: list[int] = []
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """The first SIGINT or SIGTERM stops new requests and unwinds; a second exits at once."""
+    if _signalled:
+        os._exit(128 + signum)
+    _signalled.append(signum)
+    if "prhub.retry" in sys.modules:  # nothing can be in flight before it is loaded
+        sys.modules["prhub.retry"].halt()
+    raise Interrupted(signum)

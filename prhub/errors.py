@@ -79,3 +79,12 @@ class OutputError(PrhubError):
     """The output file cannot be written."""
 
     exit_code = 14
+
+
+class Interrupted(BaseException):  # noqa: N818 (a signal, not an error)
+    """SIGINT or SIGTERM stopped the run; `kept` says what was stored before it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.exit_code = 128 + signum
+        self.kept = ""

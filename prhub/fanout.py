@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TypeVar
 
+from prhub import retry
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -49,7 +50,8 @@ def each(
     failed: list[FailedPR] = []
     down = 0  # PRs lost to a service that kept failing
     tick(0)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         futures = {pool.submit(work, n, value): n for n, value in inputs.items()}
         for done, future in enumerate(as_completed(futures), 1):
             number = futures[future]
@@ -58,11 +60,14 @@ def each(
             except PrhubError as exc:
                 down += isinstance(exc, LLMUnavailable | GitHubUnavailable)
                 if stops_run(exc, down, len(results)):
-                    pool.shutdown(cancel_futures=True)
+                    retry.halt()  # PRs in flight stop at their next request or pause
                     raise
                 failed.append(FailedPR(number=number, error=str(exc)))
-            except BaseException:
-                pool.shutdown(cancel_futures=True)  # a bug or an interrupt: start nothing more
-                raise
             tick(done)
+    except BaseException:
+        # Start nothing more, and do not wait for requests in flight: an interrupt ends the
+        # process, and a halted run's workers stop at their next request.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return results, sorted(failed, key=lambda f: f.number)

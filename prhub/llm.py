@@ -281,7 +281,7 @@ class LLM:
             self._where(),
             mode,
             exc.status_code,
-            _error_message(exc),
+            " ".join(_error_message(exc).split())[:200],  # one line: servers send tracebacks
             "json_object with the schema in its `schema` key" if grammar else "json_object",
         )
         return True

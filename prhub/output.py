@@ -12,7 +12,7 @@ from typing import Literal
 
 from prhub import html, render
 from prhub.errors import OutputError
-from prhub.model import PRDigest, WeeklyReport
+from prhub.model import PRDigest, WeeklyReport, tag_name
 
 Format = Literal["markdown", "json", "html"]
 SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}
@@ -37,9 +37,9 @@ def weekly_text(report: WeeklyReport, fmt: Format) -> str:
     return render.weekly_markdown(report)
 
 
-def labels_text(report: WeeklyReport, tag: str | None) -> str:
-    """The week's digests grouped by tag, in Markdown."""
-    return render.labels_markdown(report, tag)
+def labels_text(report: WeeklyReport, tag: str | None, aliases: dict[str, str]) -> str:
+    """The week's digests grouped by tag, in Markdown; `tag` in the repository's spelling."""
+    return render.labels_markdown(report, tag_name(tag, aliases) if tag else None)
 
 
 def report_path(report: WeeklyReport, fmt: Format, root: Path = REPORTS) -> Path:

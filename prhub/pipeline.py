@@ -12,7 +12,7 @@ from typing import Any
 
 from prhub import analyse, digest, narrate, output, retry
 from prhub.config import Settings
-from prhub.errors import PartialFailure, PrhubError, PRNotMerged, StoreError
+from prhub.errors import Interrupted, PartialFailure, PrhubError, PRNotMerged, StoreError
 from prhub.fanout import each
 from prhub.llm import LLM, load_prompt, tasks, versions
 from prhub.model import (
@@ -87,9 +87,11 @@ class Run:
         self._retries = retry.RetryCounter()
         self._owned = ExitStack()
         self._run_id = 0
+        self._kept = {"fetched": 0, "digested": 0}  # stored by this run, for an interruption
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
+        retry.resume()
         source, llm, store = self._clients
         with ExitStack() as opening:
             if self._need_llm and llm is None:  # first: a missing key fails before any request
@@ -113,6 +115,11 @@ class Run:
     ) -> None:
         stats = self.stats
         stats.retries = self._retries.count
+        if isinstance(exc, Interrupted):
+            exc.kept = (
+                f"{self._kept['digested']} new digests and {self._kept['fetched']} fetched PRs "
+                "are stored"
+            )
         fatal = [{"error": str(exc)}] if isinstance(exc, PrhubError) else []
         with self._owned, suppress(StoreError):  # a failing store must not hide what ended it
             self.store.finish_run(
@@ -173,6 +180,7 @@ class Run:
             return kept[0]
         pr = scrub(self.source.pull(repo, number, payload))
         self.store.save_pull(pr, payload.get("updated_at") or "")
+        self._kept["fetched"] += 1
         return pr
 
     def cached_digest(self, pr: PullRequest) -> tuple[PRDigest, bool]:
@@ -182,6 +190,7 @@ class Run:
             return found, True
         made = digest.digest_pr(pr, self.settings, self._need(), key)
         self.store.save_digest(made)
+        self._kept["digested"] += 1
         return made, False
 
     def planned(self, pr: PullRequest) -> PlannedPR:
@@ -335,9 +344,11 @@ def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path |
     return target
 
 
-def publish_labels(report: WeeklyReport, tag: str | None, out: Path | None) -> None:
+def publish_labels(
+    report: WeeklyReport, tag: str | None, settings: Settings, out: Path | None
+) -> None:
     """Renders the week's digests grouped by tag and writes them to `out` (None: stdout)."""
-    output.write(output.labels_text(report, tag), out)
+    output.write(output.labels_text(report, tag, settings.tags), out)
 
 
 def publish_dry_run(text: str, out: Path | None) -> None:

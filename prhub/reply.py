@@ -29,8 +29,8 @@ class ReplyError(ValueError):
 
 # The prompts' own wording (v2), for messages rendered without the example.
 _SHAPE = (
-    "只输出一个 JSON 对象，不要输出思考过程或任何其他文字。按下面的格式填写：尖括号里是说明，"
-    "要换成你写的内容；用「|」分开的是可选值，只写其中一个；数字直接写数字；列表没有内容就写 []。"
+    "只输出一个 JSON 对象，不要输出思考过程或任何其他文字。按下面的格式填写："
+    "尖括号里是说明，要换成你写的内容；数字直接写数字；列表没有内容就写 []。"
     "\n```json\n{example}\n```"
 )
 
@@ -43,8 +43,8 @@ def example(schema: type[BaseModel]) -> dict[str, Any]:
         if "$ref" in node:
             node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
         note = node.get("description", note)
-        if "enum" in node:
-            return "|".join(map(str, node["enum"]))
+        if "enum" in node:  # "a|b|c" made a small model answer "a|b"
+            return f"<从 {'、'.join(map(str, node['enum']))} 中选一个>"
         kind = node.get("type")
         if kind == "object":
             return {name: value(sub) for name, sub in node.get("properties", {}).items()}

@@ -37,6 +37,36 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+class Halted(BaseException):
+    """The run stopped (a signal, or an error that ends it): no new request may start.
+
+    A BaseException, so no handler of ordinary errors keeps a stopped worker going.
+    """
+
+
+_halt = threading.Event()
+
+
+def halt() -> None:
+    """Stops every request not yet sent and every pause between attempts, in all threads."""
+    _halt.set()
+
+
+def resume() -> None:
+    """Lets requests start again: a new run begins."""
+    _halt.clear()
+
+
+def halted() -> bool:
+    return _halt.is_set()
+
+
+def _pause(seconds: float) -> None:
+    """A pause between attempts that a halt cuts short."""
+    if _halt.wait(seconds):
+        raise Halted()
+
+
 class RetryCounter:
     """Counts retries across threads, for the run summary."""
 
@@ -56,11 +86,19 @@ def call(
     *,
     what: str,
     counter: RetryCounter | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = _pause,
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
-    """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged."""
+    """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged.
+
+    No attempt starts once the run is halted.
+    """
     started = clock()
+
+    def attempt() -> T:
+        if _halt.is_set():
+            raise Halted()
+        return fn()
 
     def should_retry(state: tenacity.RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
@@ -97,4 +135,4 @@ def call(
         reraise=True,
         sleep=sleep,
     )
-    return retrying(fn)
+    return retrying(attempt)

@@ -33,16 +33,11 @@ SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
 SMALLEST_WINDOW = timedelta(minutes=2)
 
 
-def shown(url: str) -> str:
-    """A GitHub URL fit for messages: no user:password, no query or fragment (keys hide there)."""
-    return re.split(r"[?#]", shown_url(url), maxsplit=1)[0]
-
-
 def connect(settings: Settings) -> Github:
     """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries."""
     if not (origin(settings.github_url) or "").startswith(("http://", "https://")):
         raise ConfigError(  # PyGithub crashes on these
-            f"bad GitHub API URL {shown(settings.github_url)!r}: use e.g. https://api.github.com"
+            f"bad GitHub API URL {shown_url(settings.github_url)!r}: use e.g. https://api.github.com"
         )
     token = settings.github_token.get_secret_value() if settings.github_token else None
     client = Github(
@@ -237,7 +232,7 @@ class GitHubSource:
             raise self._translate(exc, repo, number) from None
         except requests.exceptions.SSLError:
             raise GitHubUnavailable(
-                f"TLS failure talking to {shown(self.settings.github_url)}: "
+                f"TLS failure talking to {shown_url(self.settings.github_url)}: "
                 "check the URL and certificates"
             ) from None
         except (
@@ -246,17 +241,17 @@ class GitHubSource:
             requests.exceptions.InvalidSchema,
         ):
             raise ConfigError(
-                f"bad GitHub API URL {shown(self.settings.github_url)!r}: "
+                f"bad GitHub API URL {shown_url(self.settings.github_url)!r}: "
                 "use e.g. https://api.github.com"
             ) from None
         except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError):
             raise GitHubUnavailable(
                 f"GitHub's answer was cut short or garbled while {what} "
-                f"({shown(self.settings.github_url)}): rerun later"
+                f"({shown_url(self.settings.github_url)}): rerun later"
             ) from None
         except requests.exceptions.RequestException as exc:
             raise GitHubUnavailable(
-                f"cannot reach GitHub at {shown(self.settings.github_url)} "
+                f"cannot reach GitHub at {shown_url(self.settings.github_url)} "
                 f"({type(exc).__name__}): "
                 "check the network or --github-url, then rerun"
             ) from None

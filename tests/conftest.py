@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from prhub import retry
 from tests.standins import GitHubStandIn, LLMStandIn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,12 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, _session_cache: Path) -> None
         monkeypatch.setenv("PRHUB_CACHE_DIR", str(_session_cache))
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _not_halted() -> None:
+    """Each test starts as a new process would: no run has halted requests."""
+    retry.resume()
 
 
 @pytest.fixture

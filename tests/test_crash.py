@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -152,3 +153,32 @@ def test_a_leftover_temporary_file_never_becomes_the_report(
 
 
 # The store's guards
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_starts_no_new_request_and_keeps_what_finished(
+    github: GitHubStandIn, tmp_path: Path, signum: int, code: int
+) -> None:
+    with LLMStandIn(api_key=OPENAI_KEY, latency=1.5) as slow:
+        child = weekly(tmp_path, github, slow)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until a digest is stored and more are asked for
+            time.sleep(0.1)
+            if (tmp_path / "store.db").exists() and stored_digests(tmp_path / "store.db"):
+                break
+        time.sleep(0.3)
+        asked = len(slow.bodies)
+        child.send_signal(signum)
+        sent = time.monotonic()
+        _, stderr = child.communicate(timeout=30)
+        waited = time.monotonic() - sent
+        time.sleep(2.0)  # anything a surviving thread would still send
+        lines = stderr.decode().splitlines()
+        assert child.returncode == code, lines
+        assert lines[-1].startswith("prhub: interrupted; what was done is kept (")
+        assert "new digests" in lines[-1] and "Traceback" not in stderr.decode()
+        assert len(slow.bodies) == asked  # no request started after the signal
+        assert waited < 1.5  # requests in flight are not waited for
+        kept = stored_digests(tmp_path / "store.db")
+        assert kept and len(kept) < len(WEEK_31)  # what finished is in the store
+        assert not (tmp_path / "report.md").exists()  # and no partial report

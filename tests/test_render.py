@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
@@ -319,3 +320,12 @@ def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
     before = shape(render.labels_markdown(report()))["heading_open"]
     assert shape(text)["heading_open"] == before + 2  # the label's group and #101 under it
     assert "table_open" not in shape(text) and "blockquote_open" not in shape(text)
+
+
+def test_the_readme_example_is_the_golden_digest() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("> ### [#101]")
+    block = readme[start : readme.index("\n\n", readme.index("<sub>", start))]
+    quoted = "\n".join(ln[2:] if ln.startswith("> ") else ln[1:] for ln in block.split("\n"))
+    golden = (Path(__file__).parents[1] / "fixtures" / "golden" / "digest-101.md").read_text()
+    assert quoted.strip() == golden.strip()

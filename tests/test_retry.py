@@ -188,3 +188,23 @@ def test_retry_counter_is_safe_across_threads():
     for t in threads:
         t.join()
     assert counter.count == 8000
+
+
+def test_no_attempt_starts_once_the_run_is_halted():
+    calls = []
+    retry.halt()
+    with pytest.raises(retry.Halted):
+        retry.call(lambda: calls.append(1), settings(), backoff, what="x")
+    assert calls == [] and retry.halted()
+    retry.resume()
+    assert retry.call(lambda: "ok", settings(), backoff, what="x") == "ok"
+
+
+def test_a_halt_cuts_a_pause_between_attempts_short():
+    config = settings(max_attempts=5, retry_base_wait=30.0, max_retry_wait=60.0)
+    threading.Timer(0.2, retry.halt).start()
+    started = time.monotonic()
+    fn, calls = failing(5, Flaky("down"))
+    with pytest.raises(retry.Halted):
+        retry.call(fn, config, backoff, what="x")
+    assert time.monotonic() - started < 5 and len(calls) == 1  # not the 30 s pause

@@ -120,6 +120,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionResetError:
+            pass  # a client dropped a kept-alive connection, as clients may; no one to answer
+
     def do_GET(self) -> None:
         self._handle()
 

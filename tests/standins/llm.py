@@ -33,10 +33,11 @@ _ids = itertools.count(1)
 # and enforces it with a grammar; OpenAI refuses that key.
 REFUSALS = {
     "deepseek": (400, "This response_format type is unavailable now", "invalid_request_error"),
-    "llama-cpp-python": (
+    "llama-cpp-python": (  # as recorded, traceback left out
         500,
-        "1 validation error for ChatCompletionRequestResponseFormat\ntype\n  Input should be "
-        "'text' or 'json_object' [type=literal_error, input_value='json_schema', input_type=str]",
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+        "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+        "'ctx': {'expected': \"'text' or 'json_object'\"}}",
         "internal_server_error",
     ),
 }
@@ -152,7 +153,7 @@ def embedded_example(text: str) -> dict[str, Any] | None:
 
 
 def follow_example(value: Any) -> Any:
-    """What a model that follows an example writes: a choice of "a|b|c", numbers for numbers."""
+    """What a model that follows an example writes: the first choice, numbers for numbers."""
     if isinstance(value, dict):
         return {key: follow_example(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -163,9 +164,10 @@ def follow_example(value: Any) -> Any:
         low = re.search(r"(\d+(?:\.\d+)?)–", value)
         number = float(low.group(1)) if low else 1.0
         return int(max(number, 1)) if value.endswith("整数>") else max(number, 1.0)
-    if value.startswith("<"):
-        return PLACEHOLDER
-    return value.split("|")[0]
+    choice = re.fullmatch(r"<从 (.+?)、.* 中选一个>", value)
+    if choice:
+        return choice.group(1)
+    return PLACEHOLDER if value.startswith("<") else value
 
 
 def default_responder(body: dict[str, Any]) -> str:

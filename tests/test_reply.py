@@ -1,0 +1,205 @@
+"""Replies read tolerantly, validated strictly: unit cases, corrections, and the recorded corpus."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from prhub import model
+from prhub.errors import LLMInvalidReply
+from prhub.model import ChunkNotes, DigestContent, WeeklyNarrative
+from prhub.reply import ReplyError, candidates, example, read
+from tests.standins import LLMStandIn
+from tests.test_llm import MESSAGES, VALID, MakeLLM, Rating, make_llm  # noqa: F401
+
+REPLIES = Path(__file__).parent / "replies"
+DIGEST = {
+    "title": "采样温度下限钳制为 1e-5",
+    "verdict": "快速浏览",
+    "minutes": 5,
+    "advice": "看 `sample_logits`。",
+    "design_decisions": ["温度为 0 时取 argmax"],
+    "risks": [],
+    "follow_ups": [],
+    "importance": 5,
+    "importance_reason": "局部修复。",
+    "related_prs": [95],
+}
+TEXT = json.dumps(DIGEST, ensure_ascii=False)
+
+
+# Unwrapping
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        TEXT,
+        f"```json\n{TEXT}\n```",
+        f"Here it is:\n```\n{TEXT}\n```\nDone.",
+        f"以下是导读：{TEXT} 希望有帮助。",
+        f'<think>\n格式是 {{"title": "x"}}\n</think>\n\n{TEXT}',
+        f"<THINK>想一想</THINK>{TEXT}",
+        f'模板打开了思考，{{"title": 1}}\n</think>\n{TEXT}',
+        f'<think>\n还没想完 {{"title": 1}}\n{TEXT}',
+        json.dumps({"DigestContent": DIGEST}, ensure_ascii=False),
+    ],
+)
+def test_known_wrappers_are_unwrapped(reply: str) -> None:
+    assert read(reply, DigestContent) == DigestContent.model_validate(DIGEST)
+
+
+def test_candidates_are_top_level_objects_in_order() -> None:
+    assert candidates('a {"x": 1} b {"y": {"z": 2}} c [1] {bad}') == [{"x": 1}, {"y": {"z": 2}}]
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        ("", "the reply was empty"),
+        ("   \n", "the reply was empty"),
+        ("<think>只有思考</think>", "no JSON object"),
+        ("not json", "no JSON object"),
+        ('{"title": "x"}', "verdict: Field required"),
+    ],
+)
+def test_what_cannot_be_read_is_named(reply: str, problem: str) -> None:
+    with pytest.raises(ReplyError, match=problem):
+        read(reply, DigestContent)
+
+
+# Coercion before validation
+
+
+@pytest.mark.parametrize(
+    ("field", "given", "read_as"),
+    [
+        ("verdict", "精读（约 10 分钟）", "精读"),
+        ("verdict", " 可跳过。", "可跳过"),
+        ("minutes", "15", 15),
+        ("minutes", "约 15 分钟", 15),
+        ("importance", "7.5", 7.5),
+        ("importance", "8/10", 8),
+        ("related_prs", ["#12", "13", 14, "无"], [12, 13, 14]),
+        ("related_prs", "None", []),
+        ("risks", ["无", "None", "N/A", "暂无", "-", "", " 真风险 "], ["真风险"]),
+        ("risks", None, []),
+        ("risks", "只有一条风险", ["只有一条风险"]),
+    ],
+)
+def test_slips_are_coerced(field: str, given: object, read_as: object) -> None:
+    digest = read(json.dumps({**DIGEST, field: given}, ensure_ascii=False), DigestContent)
+    assert getattr(digest, field) == read_as
+
+
+@pytest.mark.parametrize(
+    ("field", "given"),
+    [
+        ("verdict", "精读|快速浏览"),  # what a 1.5B model wrote for an example of "a|b|c"
+        ("verdict", "不必精读"),
+        ("verdict", "skim"),
+        ("minutes", "5-10 分钟"),
+        ("importance", 85),
+    ],
+)
+def test_ambiguous_values_stay_errors(field: str, given: object) -> None:
+    with pytest.raises(ReplyError, match=field):
+        read(json.dumps({**DIGEST, field: given}, ensure_ascii=False), DigestContent)
+
+
+def test_omitted_lists_and_extra_keys_are_fine() -> None:
+    short = {k: v for k, v in DIGEST.items() if not isinstance(v, list)}
+    digest = read(json.dumps({**short, "tags": ["x"]}), DigestContent)
+    assert digest.risks == digest.related_prs == digest.design_decisions == []
+    notes = read('{"summary": "改了采样"}', ChunkNotes)
+    assert notes.key_files == notes.identifiers == notes.risks == []
+    weekly = read(
+        '{"summary": "本周", "key_prs": [{"number": "#7", "topic": "t", "note": "n"}]}',
+        WeeklyNarrative,
+    )
+    assert weekly.key_prs[0].number == 7 and weekly.trends == []
+
+
+def test_a_copied_example_is_not_a_reply() -> None:
+    copied = {**DIGEST, "title": example(DigestContent)["title"]}
+    with pytest.raises(ReplyError, match="placeholder was copied"):
+        read(json.dumps(copied, ensure_ascii=False), DigestContent)
+
+
+def test_reply_models_stay_in_the_model_module() -> None:
+    for name in ("DigestContent", "ChunkNotes", "WeeklyNarrative", "Trend", "KeyPRNote"):
+        assert getattr(model, name).model_config["extra"] == "ignore"
+
+
+# Corrections through the stand-in
+
+
+def test_a_wrapped_reply_costs_no_extra_call(make_llm: MakeLLM, llm: LLMStandIn) -> None:
+    llm.script([("content", f"<think>嗯</think>好的：\n```json\n{VALID}\n```")])
+    rating, usage = make_llm().complete(MESSAGES, Rating)
+    assert rating.score == 2 and usage.calls == 1
+
+
+def test_invalid_json_once_is_corrected(make_llm: MakeLLM, llm: LLMStandIn) -> None:
+    llm.script([("content", "not json"), ("content", VALID)])
+    rating, usage = make_llm().complete(MESSAGES, Rating)
+    assert rating.score == 2
+    assert usage.calls == 2
+    assert usage.tokens_in > 0 and usage.tokens_out > 0
+    first, second = llm.bodies
+    assert second["messages"][: len(MESSAGES)] == MESSAGES
+    assert second["messages"][-2] == {"role": "assistant", "content": "not json"}
+    last = second["messages"][-1]
+    assert last["role"] == "user" and "Invalid JSON" in last["content"]
+
+
+def test_a_schema_violation_names_the_field_in_the_correction(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    llm.script([("content", '{"verdict": "精读", "score": 42}'), ("content", VALID)])
+    rating, _ = make_llm().complete(MESSAGES, Rating)
+    assert rating.score == 2
+    correction = llm.bodies[1]["messages"][-1]["content"]
+    assert "score" in correction and "10" in correction
+
+
+@pytest.mark.parametrize(("mode", "advised"), [(None, True), ("json_object", False)])
+def test_invalid_twice_is_an_invalid_reply(
+    mode: str | None, advised: bool, make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    llm.script([("content", "not json"), ("content", "still not json")])
+    with pytest.raises(LLMInvalidReply, match="failed validation twice") as error:
+        make_llm(mode=mode).complete(MESSAGES, Rating)
+    assert ("--response-mode json_object" in str(error.value)) is advised
+    assert len(llm.bodies) == 2
+
+
+def test_verbose_logs_the_rejected_reply_and_the_whole_problem(
+    make_llm: MakeLLM, llm: LLMStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    long = '{"verdict": 3, "score": 42, "note": "' + "长" * 3000 + '"}'
+    llm.script([("content", long), ("content", VALID)])
+    with caplog.at_level(logging.INFO, logger="prhub"):
+        make_llm().complete(MESSAGES, Rating)
+    [record] = [r for r in caplog.records if "rejected" in r.getMessage()]
+    text = record.getMessage()
+    assert "verdict" in text and "score" in text and "less than or equal to 10" in text
+    assert long[:2000] in text and long[:2001] not in text
+
+
+# The corpus
+
+
+@pytest.mark.parametrize("path", sorted(REPLIES.glob("*.json")), ids=lambda p: p.stem)
+def test_recorded_and_hand_written_replies(path: Path, make_llm: MakeLLM, llm: LLMStandIn) -> None:
+    record = llm.replay(path)
+    assert record["source"] in ("recorded", "hand-written")
+    schema = {m.__name__: m for m in (DigestContent, ChunkNotes, WeeklyNarrative)}[record["schema"]]
+    messages = [{"role": "system", "content": "Reply with one JSON object."}, MESSAGES[1]]
+    reply, usage = make_llm(mode=record["mode"]).complete(messages, schema)
+    assert isinstance(reply, schema)
+    assert len(llm.bodies) == record["requests"] == len(record["responses"])
+    assert usage.calls == sum(r["status"] == 200 for r in record["responses"])
