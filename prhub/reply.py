@@ -80,28 +80,29 @@ def with_example(messages: list[dict[str, str]], schema: type[BaseModel]) -> lis
 
 
 def read(reply: str, schema: type[M]) -> M:
-    """The first JSON object in `reply` that validates as `schema`."""
+    """The first JSON object in `reply` valid as `schema`; else the nearest miss's errors."""
     found = candidates(reply)
     if not found:
         what = "the reply was empty" if not reply.strip() else "the reply holds no JSON object"
         raise ReplyError(f"Invalid JSON: {what}")
-    first: ValidationError | None = None
+    closest: ValidationError | None = None  # what to tell the model: the nearest miss
     for value in found:
         try:
             valid = schema.model_validate(value)
         except ValidationError as exc:
-            first = first or exc
+            if closest is None or exc.error_count() < closest.error_count():
+                closest = exc
             continue
         copied = _strings(value) & {s for s in _strings(example(schema)) if s.startswith("<")}
         if copied:  # a small model may hand the example back instead of filling it in
             raise ReplyError(f"the example's placeholder was copied, not filled in: {min(copied)}")
         return valid
-    assert first is not None
+    assert closest is not None
     problems = [
         f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-        for err in first.errors()[:10]
+        for err in closest.errors()[:10]
     ]
-    raise ReplyError("\n".join(problems), str(first))
+    raise ReplyError("\n".join(problems), str(closest))
 
 
 def candidates(reply: str) -> list[dict[str, Any]]:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from prhub import model
 from prhub.errors import LLMInvalidReply
+from prhub.llm import LLM
 from prhub.model import ChunkNotes, DigestContent, WeeklyNarrative
 from prhub.reply import ReplyError, candidates, example, read
 from tests.standins import LLMStandIn
-from tests.test_llm import MESSAGES, VALID, MakeLLM, Rating, make_llm  # noqa: F401
+from tests.test_llm import MESSAGES, VALID, MakeLLM, Rating, settings
 
 REPLIES = Path(__file__).parent / "replies"
 DIGEST = {
@@ -29,6 +32,20 @@ DIGEST = {
     "related_prs": [95],
 }
 TEXT = json.dumps(DIGEST, ensure_ascii=False)
+
+
+@pytest.fixture
+def make_llm(llm: LLMStandIn) -> Iterator[MakeLLM]:
+    """LLM clients on the stand-in, closed after the test."""
+    made: list[LLM] = []
+
+    def make(mode: str | None = None, **overrides: Any) -> LLM:
+        made.append(LLM(settings(llm, **overrides), mode=mode))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
 
 
 # Unwrapping
@@ -53,7 +70,10 @@ def test_known_wrappers_are_unwrapped(reply: str) -> None:
 
 
 def test_candidates_are_top_level_objects_in_order() -> None:
-    assert candidates('a {"x": 1} b {"y": {"z": 2}} c [1] {bad}') == [{"x": 1}, {"y": {"z": 2}}]
+    assert candidates('a {"x": 1} b {"y": {"z": 2}, "w": 3} [1] {bad}') == [
+        {"x": 1},
+        {"y": {"z": 2}, "w": 3},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -199,7 +219,9 @@ def test_recorded_and_hand_written_replies(path: Path, make_llm: MakeLLM, llm: L
     assert record["source"] in ("recorded", "hand-written")
     schema = {m.__name__: m for m in (DigestContent, ChunkNotes, WeeklyNarrative)}[record["schema"]]
     messages = [{"role": "system", "content": "Reply with one JSON object."}, MESSAGES[1]]
-    reply, usage = make_llm(mode=record["mode"]).complete(messages, schema)
+    client = make_llm(mode=record["mode"])
+    reply, usage = client.complete(messages, schema)
     assert isinstance(reply, schema)
+    assert client.mode == record.get("learns", client.mode if record["mode"] else "json_schema")
     assert len(llm.bodies) == record["requests"] == len(record["responses"])
     assert usage.calls == sum(r["status"] == 200 for r in record["responses"])

@@ -26,6 +26,7 @@ from github import (
 )
 from pydantic import BaseModel, Field
 
+from prhub.llm import schema_text
 from prhub.model import ChunkNotes, DigestContent
 from prhub.prepare import tokens
 from tests.standins import GitHubStandIn, LLMStandIn, schema_instance
@@ -305,6 +306,39 @@ def test_json_object_follows_the_schema_in_the_prompt(llm: LLMStandIn) -> None:
     assert ask(llm).choices[0].message.content == "{}"
     with pytest.raises(openai.BadRequestError, match="must contain the word 'json'"):
         ask(llm, response_format={"type": "json_object"})
+
+
+def test_json_object_follows_the_example_in_the_prompt(llm: LLMStandIn) -> None:
+    example = schema_text("json_object", DigestContent)
+    messages = [{"role": "system", "content": f"JSON 格式：\n```json\n{example}\n```"}]
+    reply = ask(llm, messages=messages, response_format={"type": "json_object"})
+    assert DigestContent.model_validate_json(reply.choices[0].message.content).verdict == "精读"
+
+
+def test_flavours_answer_response_format_as_their_servers_do() -> None:
+    grammar = {"type": "json_object", "schema": ChunkNotes.model_json_schema()}
+    with (
+        LLMStandIn(flavour="deepseek") as deepseek,
+        LLMStandIn(flavour="llama-cpp-python") as local,
+    ):
+        with pytest.raises(openai.BadRequestError, match="response_format type is unavailable"):
+            ask(deepseek, response_format=digest_format())
+        with pytest.raises(openai.InternalServerError, match="Input should be 'text' or 'json_"):
+            ask(local, response_format=digest_format())
+        ChunkNotes.model_validate_json(
+            ask(local, response_format=grammar).choices[0].message.content
+        )
+        json_please = [{"role": "user", "content": "Reply in JSON."}]
+        with pytest.raises(openai.BadRequestError, match="Unknown parameter"):
+            ask(deepseek, messages=json_please, response_format=grammar)
+
+
+def test_replay_serves_a_files_bodies_in_order(llm: LLMStandIn) -> None:
+    record = llm.replay(ROOT / "tests" / "replies" / "deepseek-refuses-json-schema.json")
+    with pytest.raises(openai.BadRequestError):
+        ask(llm)
+    assert ask(llm).model_dump(exclude_none=True)["id"] == record["responses"][1]["body"]["id"]
+    assert ask(llm).choices[0].message.content == "{}"  # then the stand-in's own answers
 
 
 def test_wrong_key(llm: LLMStandIn) -> None:

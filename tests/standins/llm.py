@@ -1,8 +1,5 @@
-"""An OpenAI chat-completions stand-in on 127.0.0.1 that answers with schema-valid JSON.
-
-It answers as OpenAI does by default; `flavour` makes it refuse json_schema the way DeepSeek
-(400) or llama-cpp-python's server (500) do, and `replay` serves recorded reply bodies.
-"""
+"""An OpenAI chat-completions stand-in on 127.0.0.1 that answers with schema-valid JSON; as
+another server (`flavour`) it refuses json_schema, and `replay` serves recorded reply bodies."""
 
 from __future__ import annotations
 
@@ -28,9 +25,8 @@ FORMATS = {
     "uuid": "00000000-0000-4000-8000-000000000000",
 }
 _ids = itertools.count(1)
-# How servers without json_schema refuse it: (status, message, error type). Only llama-cpp-python's
-# server, which answers 500 from a pydantic check, also takes {"type": "json_object", "schema": ...}
-# and enforces it with a grammar; OpenAI refuses that key.
+# How servers without json_schema refuse it. Only llama-cpp-python's also takes the schema in
+# {"type": "json_object", "schema": ...} and enforces it with a grammar; OpenAI refuses that key.
 REFUSALS = {
     "deepseek": (400, "This response_format type is unavailable now", "invalid_request_error"),
     "llama-cpp-python": (  # as recorded, traceback left out
@@ -116,19 +112,23 @@ def prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(_text(m) for m in body.get("messages", []))
 
 
-def embedded_schema(text: str) -> dict[str, Any] | None:
-    """The last JSON Schema object (one with "properties") written into a prompt."""
-    found = None
+def _fenced(text: str) -> list[Any]:
+    """The JSON values of a prompt's ```json fences, in order."""
+    values = []
     for block in re.findall(r"```json\s*\n(.*?)```", text, re.DOTALL):
         try:
-            value = json.loads(block)
+            values.append(json.loads(block))
         except ValueError:
             continue
-        if isinstance(value, dict) and "properties" in value:
-            found = value
-    if found is not None:
-        return found
-    decoder = json.JSONDecoder()
+    return values
+
+
+def embedded_schema(text: str) -> dict[str, Any] | None:
+    """The last JSON Schema object (one with "properties") written into a prompt."""
+    fenced = [v for v in _fenced(text) if isinstance(v, dict) and "properties" in v]
+    if fenced:
+        return fenced[-1]
+    found, decoder = None, json.JSONDecoder()
     for match in re.finditer(r"\{", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
@@ -141,15 +141,8 @@ def embedded_schema(text: str) -> dict[str, Any] | None:
 
 def embedded_example(text: str) -> dict[str, Any] | None:
     """The last example reply (a ```json fence holding no JSON Schema) written into a prompt."""
-    found = None
-    for block in re.findall(r"```json\s*\n(.*?)```", text, re.DOTALL):
-        try:
-            value = json.loads(block)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and "properties" not in value:
-            found = value
-    return found
+    fenced = [v for v in _fenced(text) if isinstance(v, dict) and "properties" not in v]
+    return fenced[-1] if fenced else None
 
 
 def follow_example(value: Any) -> Any:
@@ -173,16 +166,30 @@ def follow_example(value: Any) -> Any:
 def default_responder(body: dict[str, Any]) -> str:
     """JSON that fits the requested schema, or the example or schema the prompt carries."""
     response_format = body.get("response_format") or {}
+    text = prompt_text(body)
     if response_format.get("type") == "json_schema":
-        schema = response_format["json_schema"]["schema"]
-        return json.dumps(schema_instance(schema), ensure_ascii=False)
-    if isinstance(response_format.get("schema"), dict):  # llama.cpp's grammar-enforced form
-        return json.dumps(schema_instance(response_format["schema"]), ensure_ascii=False)
-    example = embedded_example(prompt_text(body))
-    if example is not None:
-        return json.dumps(follow_example(example), ensure_ascii=False)
-    schema = embedded_schema(prompt_text(body))
-    return json.dumps(schema_instance(schema) if schema else {}, ensure_ascii=False)
+        reply = schema_instance(response_format["json_schema"]["schema"])
+    elif isinstance(response_format.get("schema"), dict):  # llama.cpp's grammar-enforced form
+        reply = schema_instance(response_format["schema"])
+    elif (example := embedded_example(text)) is not None:
+        reply = follow_example(example)
+    else:
+        schema = embedded_schema(text)
+        reply = schema_instance(schema) if schema else {}
+    return json.dumps(_written(reply, text), ensure_ascii=False)
+
+
+def _written(reply: Any, prompt: str) -> Any:
+    """Top-level texts as a model writes them: Chinese sentences naming the diff's first file."""
+    if not isinstance(reply, dict):
+        return reply
+    path = re.search(r"^(?:### )?(\S+) \((?:added|modified|removed|renamed)", prompt, re.MULTILINE)
+    named = f"，详见 `{path.group(1)}`" if path else ""
+    sentence = f"{PLACEHOLDER}：这里概括这个改动的要点、影响和值得注意的风险{named}。"
+    return {
+        key: sentence if value == PLACEHOLDER and key != "title" else value
+        for key, value in reply.items()
+    }
 
 
 def _strict_problem(schema: dict[str, Any], where: tuple[str, ...] = ()) -> str | None:
@@ -237,9 +244,7 @@ class LLMStandIn(StandIn):
         self.latency = latency
         self.responder = responder or default_responder
         self.context_limit = context_limit
-        if flavour != "openai" and flavour not in REFUSALS:
-            raise ValueError(f"unknown flavour {flavour!r}")
-        self.flavour = flavour
+        self.flavour = flavour  # "openai", or a key of REFUSALS
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -331,7 +336,7 @@ class LLMStandIn(StandIn):
         if body.get("stream"):
             return _error(400, "The stand-in does not stream.", bad, "stream", None)
         response_format = body.get("response_format") or {}
-        if response_format.get("type") == "json_object":
+        if response_format.get("type") == "json_object" and self.flavour != "llama-cpp-python":
             if "json" not in prompt_text(body).lower():
                 message = (
                     "'messages' must contain the word 'json' in some form, to use "
