@@ -17,9 +17,10 @@ from typer.testing import CliRunner, Result
 from prhub.cli import app
 from prhub.config import ENV
 from prhub.model import DigestContent
+from prhub.reply import example
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
-from tests.standins.llm import embedded_schema
+from tests.standins.llm import embedded_example
 
 PR_URL = "https://github.com/acme/rocket/pull/101"
 TITLE = "[rollout] fix: clamp sampling temperature to avoid division by zero"
@@ -100,7 +101,7 @@ def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> N
     assert any(verdict in result.stdout for verdict in ("**精读**", "**快速浏览**", "**可跳过**"))
     footer = [line for line in lines if line.startswith("<sub>")]
     assert len(footer) == 1
-    assert "digest@v1 · gpt-4o-mini" in footer[0]
+    assert "digest@v2 · gpt-4o-mini" in footer[0]
     # stderr holds the closing summary alone; --quiet leaves it empty
     [summary] = result.stderr.splitlines()
     assert summary.startswith("prhub: 1 PRs (0 from the store, 0 failed) · 1 LLM calls · ")
@@ -116,7 +117,7 @@ def test_json_digest(env: dict[str, str | None]) -> None:
     digest = json.loads(result.stdout)
     assert (digest["repo"], digest["number"], digest["url"]) == ("acme/rocket", 101, PR_URL)
     meta = digest["meta"]
-    assert meta["prompt"] == "digest@v1"
+    assert meta["prompt"] == "digest@v2"
     assert meta["model"] == "gpt-4o-mini"
     assert meta["usage"]["calls"] == 1
     assert meta["usage"]["tokens_in"] > 0 and meta["usage"]["tokens_out"] > 0
@@ -314,7 +315,7 @@ def test_request_uses_strict_json_schema(env: dict[str, str | None], llm: LLMSta
     assert spec["schema"] == DigestContent.model_json_schema()
 
 
-def test_json_object_mode_puts_the_schema_in_the_system_message(
+def test_json_object_mode_puts_an_example_in_the_system_message(
     env: dict[str, str | None], llm: LLMStandIn
 ) -> None:
     assert_ok(summarize(env, "--response-mode", "json_object"))
@@ -322,7 +323,7 @@ def test_json_object_mode_puts_the_schema_in_the_system_message(
     assert body["response_format"] == {"type": "json_object"}
     system = body["messages"][0]
     assert system["role"] == "system"
-    assert embedded_schema(system["content"]) == DigestContent.model_json_schema()
+    assert embedded_example(system["content"]) == example(DigestContent)
 
 
 # The store

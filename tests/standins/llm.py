@@ -183,8 +183,10 @@ def _written(reply: Any, prompt: str) -> Any:
     """Top-level texts as a model writes them: Chinese sentences naming the diff's first file."""
     if not isinstance(reply, dict):
         return reply
-    path = re.search(r"^(?:### )?(\S+) \((?:added|modified|removed|renamed)", prompt, re.MULTILINE)
-    named = f"，详见 `{path.group(1)}`" if path else ""
+    path = re.search(
+        r"^(?:### )?(\S+) \((?:added|modified|removed|renamed)|^(\S+/) — \d", prompt, re.MULTILINE
+    )  # a file's header in the diff or the index, else a folder's line in the index
+    named = f"，详见 `{path.group(1) or path.group(2)}`" if path else ""
     sentence = f"{PLACEHOLDER}：这里概括这个改动的要点、影响和值得注意的风险{named}。"
     return {
         key: sentence if value == PLACEHOLDER and key != "title" else value
