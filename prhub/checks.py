@@ -32,6 +32,19 @@ MESSAGES = {
 }
 
 
+# Each check as a reader sees it in a digest's footer when the published digest still fails it.
+LABELS = {
+    "title_multiline": "标题多行",
+    "title_too_long": "标题过长",
+    "title_not_chinese": "标题不是中文",
+    "title_copied": "标题照抄原标题",
+    "advice_uncited": "建议未点名文件",
+    "not_chinese": "正文不是中文",
+    "revert_misread": "未说明是回滚",
+    "docs_overrated": "文档改动评分偏高",
+}
+
+
 def chinese(text: str, least: int = 4) -> bool:
     """Mostly Chinese once code, paths and identifiers are set aside."""
     prose = _CODEISH.sub(" ", text)

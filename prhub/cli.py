@@ -154,12 +154,17 @@ def summarize(
                 plan = run.dry_run_pr(pr)
             pipeline.publish_dry_run(progress.dry_run_text(plan, settings), out)
             return
-        with pipeline.Run(settings, "summarize") as run:
-            digest = run.summarize(pr)
-        pipeline.publish_digest(digest, settings, fmt.value, out)
-        if not options["quiet"]:
-            line = progress.run_summary(run.stats, time.monotonic() - started, settings)
-            typer.echo(f"prhub: {line}", err=True)
+        run, done = pipeline.Run(settings, "summarize"), False
+        try:
+            with run:
+                digest = run.summarize(pr)
+            pipeline.publish_digest(digest, settings, fmt.value, out)
+            done = True
+        finally:
+            # A failed run still says what it paid for.
+            if not options["quiet"] and (done or run.stats.usage.calls):
+                line = progress.run_summary(run.stats, time.monotonic() - started, settings)
+                typer.echo(f"prhub: {line}", err=True)
     except PrhubError as exc:
         _fail(exc)
 
@@ -220,15 +225,18 @@ def _week(
 
     started = time.monotonic()
     w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
-    with (
-        progress.Display(options["quiet"]) as display,
-        pipeline.Run(settings, command, progress=display) as run,
-    ):
-        report = run.weekly(w, narrate_week=command == "weekly")
-    written = publish(report)
-    if written is not None:
-        display.line(f"wrote {written}")
-    display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
+    display = progress.Display(options["quiet"])
+    run, done = pipeline.Run(settings, command, progress=display), False
+    try:
+        with display, run:
+            report = run.weekly(w, narrate_week=command == "weekly")
+        written = publish(report)
+        if written is not None:
+            display.line(f"wrote {written}")
+        done = True
+    finally:
+        if done or run.stats.usage.calls:  # a failed run still says what it paid for
+            display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
     pipeline.fail_partly(report)
 
 

@@ -25,7 +25,7 @@ from prhub.model import (
     parse_title,
     tag_name,
 )
-from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
+from prhub.prepare import TITLE_BUDGET, body_budget, prepare
 from prhub.prepare.core import pr_fields
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.tokens import truncate
@@ -34,6 +34,8 @@ NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-redu
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
+LATER_BODY = 80  # tokens of the PR body in chunk calls after the first
+BODY_ONCE = "\n（PR 描述的其余部分已在第 1 段给出）"
 
 Messages = list[dict[str, str]]
 log = logging.getLogger("prhub")
@@ -44,28 +46,46 @@ def prompt(settings: Settings, task: str) -> Prompt:
     return load_prompt(task, prompt_dir=settings.prompt_dir)
 
 
-def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int]:
-    """Tokens left for one call's diff chunk and for the final call's file index."""
+def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int, int]:
+    """Tokens left for one call's diff chunk, for the final call's file index, and for each
+    chunk's notes in it.
+
+    The instructions are counted with the example reply JSON modes show, the largest they can be:
+    an endpoint may move a run to such a mode after its prompts were planned.
+    """
     digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
-    schema, notes_schema = schema_text(settings, DigestContent), schema_text(settings, ChunkNotes)
+    schema, notes_schema = (
+        schema_text("json_object", DigestContent),
+        schema_text("json_object", ChunkNotes),
+    )
     stub = _stub(pr)
     fixed = max(
         _tokens(digest_prompt, settings, stub, diff="", notes=[], index="", schema=schema),
         _tokens(notes_prompt, settings, stub, diff="", part=9, parts=9, schema=notes_schema),
     )
-    chunk_budget = settings.input_budget - fixed - TITLE_BUDGET - BODY_BUDGET - MARGIN - CORRECTION
-    index_budget = chunk_budget - settings.max_calls * NOTE_BUDGET
+    spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
+    chunk_budget = settings.input_budget - fixed - spare
+    note_budget = min(NOTE_BUDGET, chunk_budget // (2 * settings.max_calls))
+    index_budget = chunk_budget - settings.max_calls * note_budget
     if index_budget < MIN_INDEX:
+        least = settings.input_budget - index_budget + MIN_INDEX
         raise ConfigError(
-            f"input budget {settings.input_budget} is too small for a digest prompt: "
-            f"raise --input-budget to at least {settings.input_budget - index_budget + MIN_INDEX}"
+            f"input budget {settings.input_budget} is too small for a digest prompt "
+            f"({fixed} tokens of instructions alone): raise --input-budget to at least {least} "
+            "(the model's context minus PRHUB_OUTPUT_TOKENS), or lower --max-calls"
         )
-    return chunk_budget, index_budget
+    return chunk_budget, index_budget, note_budget
 
 
-def plan(pr: PullRequest, settings: Settings) -> tuple[PreparedPR, list[Messages]]:
-    """The PR prepared within budget, and the messages of its first calls: one, or one a chunk."""
-    chunk_budget, index_budget = budgets(pr, settings)
+def plan(
+    pr: PullRequest, settings: Settings, mode: str | None = None
+) -> tuple[PreparedPR, list[Messages]]:
+    """The PR prepared within budget, and the messages of its first calls: one, or one a chunk.
+
+    `mode` is the response mode the prompts are written for (default: the configured one).
+    """
+    mode = mode or settings.response_mode
+    chunk_budget, index_budget, _ = budgets(pr, settings)
     prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
     if len(prepared.chunks) == 1:
         first = prompt(settings, "digest").messages(
@@ -73,14 +93,22 @@ def plan(pr: PullRequest, settings: Settings) -> tuple[PreparedPR, list[Messages
             diff=prepared.chunks[0],
             notes=[],
             index="",
-            schema=schema_text(settings, DigestContent),
+            schema=schema_text(mode, DigestContent),
         )
         return prepared, [first]
     notes_prompt = prompt(settings, "digest_notes")
-    schema = schema_text(settings, ChunkNotes)
+    schema = schema_text(mode, ChunkNotes)
+    # The body is read once, with the first chunk; later chunks get its opening lines.
+    later = prepared.model_copy(
+        update={"body": truncate(prepared.body, LATER_BODY, settings.encoding) + BODY_ONCE}
+    )
     return prepared, [
         notes_prompt.messages(
-            **_context(prepared), diff=chunk, part=i, parts=len(prepared.chunks), schema=schema
+            **_context(prepared if i == 1 else later),
+            diff=chunk,
+            part=i,
+            parts=len(prepared.chunks),
+            schema=schema,
         )
         for i, chunk in enumerate(prepared.chunks, 1)
     ]
@@ -92,8 +120,9 @@ def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
     tokens = sum(message_tokens(m, settings.encoding) for m in calls)
     if len(calls) == 1:
         return 1, tokens
-    final = _final_messages(prepared, [], settings)  # fixed text and the index; notes added below
-    tokens += message_tokens(final, settings.encoding) + len(calls) * NOTE_BUDGET
+    final = _final_messages(prepared, [], settings, settings.response_mode)  # notes added below
+    note_budget = budgets(pr, settings)[2]
+    tokens += message_tokens(final, settings.encoding) + len(calls) * note_budget
     return len(calls) + 1, tokens
 
 
@@ -119,7 +148,7 @@ def digest_pr(pr: PullRequest, settings: Settings, llm: LLM, key: str = "") -> P
 def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
     """Prepares a PR within the token budget and asks the model for its digest."""
     digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
-    prepared, calls = plan(pr, settings)
+    prepared, calls = plan(pr, settings, llm.mode)
     if len(calls) == 1:
         messages = calls[0]
         usage = Usage()
@@ -128,8 +157,9 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
         with ThreadPoolExecutor(max_workers=len(calls)) as pool:
             results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
-        notes = [trim_notes(note, settings) for note, _ in results]
-        messages = _final_messages(prepared, notes, settings)
+        note_budget = budgets(pr, settings)[2]
+        notes = [trim_notes(note, note_budget, settings) for note, _ in results]
+        messages = _final_messages(prepared, notes, settings, llm.mode)
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
     content, dropped, failed, spent = checked_reply(messages, pr, llm)
@@ -204,25 +234,31 @@ def retag(digest: PRDigest, settings: Settings) -> PRDigest:
     return digest.model_copy(update={"modules": modules, "labels": labels})
 
 
-def trim_notes(note: ChunkNotes, settings: Settings) -> ChunkNotes:
-    """Notes cut to their share of the final prompt (NOTE_BUDGET tokens with the labels)."""
-    enc = settings.encoding
+def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> ChunkNotes:
+    """Notes cut to their share of the final prompt: `budget` tokens with their labels."""
+    enc, share = settings.encoding, budget / NOTE_BUDGET
+
+    def cut(text: str, tokens: int) -> str:
+        return truncate(text, max(4, int(tokens * share)), enc)
+
     return ChunkNotes(
-        summary=truncate(note.summary, 250, enc),
-        key_files=[truncate(f, 30, enc) for f in note.key_files[:5]],
-        identifiers=[truncate(i, 10, enc) for i in note.identifiers[:8]],
-        risks=[truncate(r, 35, enc) for r in note.risks[:3]],
+        summary=cut(note.summary, 250),
+        key_files=[cut(f, 30) for f in note.key_files[:5]],
+        identifiers=[cut(i, 10) for i in note.identifiers[:8]],
+        risks=[cut(r, 35) for r in note.risks[:3]],
     )
 
 
-def _final_messages(prepared: PreparedPR, notes: list[ChunkNotes], settings: Settings) -> Messages:
+def _final_messages(
+    prepared: PreparedPR, notes: list[ChunkNotes], settings: Settings, mode: str
+) -> Messages:
     """The reduce call of a map-reduce: chunk notes and the whole file index."""
     return prompt(settings, "digest").messages(
         **_context(prepared),
         diff="",
         notes=notes,
         index=prepared.index,
-        schema=schema_text(settings, DigestContent),
+        schema=schema_text(mode, DigestContent),
     )
 
 

@@ -123,6 +123,10 @@ class LLM:
         self._known = mode is not None
         self._probe = threading.Lock()
         self._lock = threading.Lock()
+        # --jobs bounds the requests in flight across the run, map calls of big PRs included;
+        # a request waiting for a slot is not yet sent, so its timeout has not started.
+        self._slots = threading.BoundedSemaphore(settings.jobs)
+        self.spent = Usage()  # every answered request of this client, rejected replies too
 
     @property
     def mode(self) -> str:
@@ -199,15 +203,14 @@ class LLM:
         content = choice.message.content or ""
         usage = response.usage
         encoding = self.settings.encoding
-        return (
-            content,
-            Usage(
-                calls=1,
-                tokens_in=usage.prompt_tokens if usage else message_tokens(sent, encoding),
-                tokens_out=usage.completion_tokens if usage else count(content, encoding),
-            ),
-            choice.finish_reason == "length",
+        call = Usage(
+            calls=1,
+            tokens_in=usage.prompt_tokens if usage else message_tokens(sent, encoding),
+            tokens_out=usage.completion_tokens if usage else count(content, encoding),
         )
+        with self._lock:
+            self.spent += call
+        return content, call, choice.finish_reason == "length"
 
     def _request(
         self, messages: list[dict[str, str]], schema: type[BaseModel]
@@ -239,13 +242,8 @@ class LLM:
             response_format["schema"] = wire
 
         def send() -> Any:
-            return self.client.chat.completions.create(
-                model=self.settings.model,
-                messages=messages,  # type: ignore[arg-type]
-                response_format=response_format,
-                max_tokens=self.settings.output_tokens,
-                temperature=0.2,
-            )
+            with self._slots:
+                return self._create(messages, response_format)
 
         try:
             return retry.call(
@@ -261,6 +259,15 @@ class LLM:
             raise LLMUnavailable(
                 f"the LLM endpoint {self._where()} is unreachable: check OPENAI_BASE_URL and rerun"
             ) from None
+
+    def _create(self, messages: list[dict[str, str]], response_format: Any) -> Any:
+        return self.client.chat.completions.create(
+            model=self.settings.model,
+            messages=messages,  # type: ignore[arg-type]
+            response_format=response_format,
+            max_tokens=self.settings.output_tokens,
+            temperature=0.2,
+        )
 
     def _fall_back(self, mode: str, exc: openai.APIStatusError) -> bool:
         """Moves off a response_format the endpoint refused; False when it refused no such thing

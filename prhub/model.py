@@ -339,7 +339,7 @@ class WeeklyNarrative(BaseModel):
 
     model_config = REPLY
 
-    summary: str = Field(description="一段话的执行摘要，不重复给出的统计数字以外的数字")
+    summary: str = Field(description="一段话的执行摘要，数字只用给出的统计")
     highlights: Texts = Field([], description="3–6 条本周亮点，每条引用 PR 编号如 #123")
     key_changes: Texts = Field([], description="本周重点变化，每条引用 PR 编号")
     trends: Annotated[list[Trend], Listed] = Field([], description="模块与主题趋势")

@@ -39,7 +39,9 @@ def narrate(
     room = settings.input_budget - _fixed_tokens(facts, settings)
     sizes = [count(line, settings.encoding) + 2 for line in lines]
     if sum(sizes) <= room:
-        narrative, usage = llm.complete(_messages(facts, lines, [], settings), WeeklyNarrative)
+        narrative, usage = llm.complete(
+            _messages(facts, lines, [], settings, llm.mode), WeeklyNarrative
+        )
         grounded, dropped = ground_weekly(narrative, facts)
         return grounded, usage, dropped
 
@@ -54,7 +56,10 @@ def narrate(
     with ThreadPoolExecutor(max_workers=min(len(groups), settings.jobs)) as pool:
         drafts = list(
             pool.map(
-                lambda g: llm.complete(_messages(facts, g, [], settings), WeeklyNarrative), groups
+                lambda g: llm.complete(
+                    _messages(facts, g, [], settings, llm.mode), WeeklyNarrative
+                ),
+                groups,
             )
         )
     usage = sum((u for _, u in drafts), Usage())
@@ -64,7 +69,9 @@ def narrate(
     short = [digest_line(d, settings).split(" | ")[0] for d in ranked]
     while short and count("\n".join(short + partials), settings.encoding) > room:
         short = short[: len(short) * 3 // 4]  # keep the titles that fit, most important first
-    narrative, final = llm.complete(_messages(facts, short, partials, settings), WeeklyNarrative)
+    narrative, final = llm.complete(
+        _messages(facts, short, partials, settings, llm.mode), WeeklyNarrative
+    )
     grounded, dropped = ground_weekly(narrative, facts)
     return grounded, usage + final, dropped
 
@@ -95,7 +102,7 @@ def draft_text(n: WeeklyNarrative) -> str:
 
 
 def _messages(
-    facts: WeeklyFacts, lines: list[str], partials: list[str], settings: Settings
+    facts: WeeklyFacts, lines: list[str], partials: list[str], settings: Settings, mode: str
 ) -> Messages:
     period = (
         f"{facts.start:%Y-%m-%d %H:%M} 至 {facts.end:%Y-%m-%d %H:%M}（{facts.tz}，不含结束时刻）"
@@ -105,10 +112,10 @@ def _messages(
         period=period,
         digests=lines,
         partials=partials,
-        schema=schema_text(settings, WeeklyNarrative),
+        schema=schema_text(mode, WeeklyNarrative),
     )
 
 
 def _fixed_tokens(facts: WeeklyFacts, settings: Settings) -> int:
-    empty = _messages(facts, [], [], settings)
+    empty = _messages(facts, [], [], settings, "json_object")  # the longest instructions
     return count("\n".join(m["content"] for m in empty), settings.encoding) + MARGIN

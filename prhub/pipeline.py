@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import Any
 
 from prhub import analyse, digest, narrate, output, retry
-from prhub.config import Settings
+from prhub.config import Settings, shown_url
 from prhub.errors import Interrupted, PartialFailure, PrhubError, PRNotMerged, StoreError
 from prhub.fanout import each
 from prhub.llm import LLM, load_prompt, tasks, versions
@@ -44,6 +44,7 @@ class RunStats:
     usage: Usage = field(default_factory=Usage)
     retries: int = 0
     errors: list[FailedPR] = field(default_factory=list)
+    unchecked: int = 0  # digests published although they still fail a content check
 
 
 @dataclass(frozen=True)
@@ -94,18 +95,28 @@ class Run:
         retry.resume()
         source, llm, store = self._clients
         with ExitStack() as opening:
-            if self._need_llm and llm is None:  # first: a missing key fails before any request
-                llm = opening.enter_context(closing(LLM(self.settings, counter=self._retries)))
+            if store is None:
+                store = opening.enter_context(closing(Store(self.settings.store)))
+            if self._need_llm and llm is None:  # before GitHub: a missing key fails first
+                llm = opening.enter_context(
+                    closing(LLM(self.settings, counter=self._retries, mode=self._mode(store)))
+                )
             if source is None:
                 source = opening.enter_context(
                     closing(GitHubSource(self.settings, counter=self._retries))
                 )
-            if store is None:
-                store = opening.enter_context(closing(Store(self.settings.store)))
             self._run_id = store.start_run(self.command)
             self._owned = opening.pop_all()
         self.source, self.llm, self.store = source, llm, store
+        self._spent = llm.spent if llm else Usage()
+        self._started_mode = llm.mode if llm else None
         return self
+
+    def _mode(self, store: Store) -> str | None:
+        """The response mode learned for this endpoint and model, unless JSON mode was chosen."""
+        if self.settings.response_mode != "json_schema":
+            return None
+        return store.endpoint_mode(_endpoint(self.settings), self.settings.model)
 
     def __exit__(
         self,
@@ -115,6 +126,19 @@ class Run:
     ) -> None:
         stats = self.stats
         stats.retries = self._retries.count
+        if self.llm is not None:
+            # What this run paid for, whether it finished or not, rejected replies included.
+            spent = self.llm.spent
+            stats.usage = Usage(
+                calls=spent.calls - self._spent.calls,
+                tokens_in=spent.tokens_in - self._spent.tokens_in,
+                tokens_out=spent.tokens_out - self._spent.tokens_out,
+            )
+            if self.llm.mode != self._started_mode:
+                with suppress(StoreError):
+                    self.store.save_endpoint_mode(
+                        _endpoint(self.settings), self.settings.model, self.llm.mode
+                    )
         if isinstance(exc, Interrupted):
             exc.kept = (
                 f"{self._kept['digested']} new digests and {self._kept['fetched']} fetched PRs "
@@ -142,8 +166,14 @@ class Run:
     def summarize(self, number: int) -> PRDigest:
         """One merged PR's digest, reusing one made before from the same inputs."""
         pr = self.merged_pr(number)
+        self.stats = RunStats(prs=1, failed=1)  # until the digest is made
         made, hit = self.cached_digest(pr)
-        self.stats = RunStats(prs=1, cached=int(hit), usage=Usage() if hit else made.meta.usage)
+        self.stats = RunStats(
+            prs=1,
+            cached=int(hit),
+            usage=Usage() if hit else made.meta.usage,
+            unchecked=int(bool(made.meta.failed_checks)),
+        )
         return made
 
     def dry_run_pr(self, number: int) -> DryRun:
@@ -246,6 +276,7 @@ class Run:
             failed=len(failed),
             usage=usage,
             errors=failed,
+            unchecked=sum(bool(d.meta.failed_checks) for d in digests.values()),
         )
         report = WeeklyReport(
             facts=facts,
@@ -376,6 +407,11 @@ def prompt_listing(prompt_dir: Path | None) -> list[str]:
             used = "  (used)" if version == known[-1] else ""
             lines.append(f"{p.id:<22} {p.fingerprint}  {p.folder}{used}")
     return lines
+
+
+def _endpoint(settings: Settings) -> str:
+    """The LLM endpoint as the store remembers it: its URL without credentials."""
+    return shown_url(settings.openai_base_url) or "https://api.openai.com/v1"
 
 
 def _same_time(a: str | None, b: Any) -> bool:

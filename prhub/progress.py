@@ -105,9 +105,12 @@ def summary(
 
 def run_summary(stats: RunStats, seconds: float, settings: Settings) -> str:
     """The closing line of a run from its figures."""
-    return summary(
+    line = summary(
         stats.prs, stats.cached, stats.failed, stats.usage, stats.retries, seconds, settings
     )
+    if stats.unchecked:  # published, but not as if they had passed: their footers say which
+        line += f" · {stats.unchecked} digests fail content checks"
+    return line
 
 
 def dry_run_text(plan: DryRun, settings: Settings) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from prhub.checks import LABELS
 from prhub.model import PRDigest, WeeklyFacts, WeeklyReport, tag_name
 
 # A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
@@ -116,6 +117,9 @@ def digest_footer(d: PRDigest) -> str:
         parts.append(f"脱敏 {sum(meta.redactions.values())} 处")
     if meta.dropped_citations:
         parts.append(f"删去无据引用 {meta.dropped_citations} 处")
+    if meta.failed_checks:
+        failed = "、".join(LABELS.get(name, name) for name in meta.failed_checks)
+        parts.append(f"未通过检查：{failed}")
     return " · ".join(parts)
 
 

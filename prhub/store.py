@@ -19,7 +19,15 @@ from pydantic import BaseModel, ValidationError
 from prhub.config import Settings
 from prhub.errors import StoreError
 from prhub.llm import load_prompt
-from prhub.model import PRDigest, PullRequest, WeeklyFacts, WeeklyNarrative, WeeklyReport
+from prhub.model import (
+    ChunkNotes,
+    DigestContent,
+    PRDigest,
+    PullRequest,
+    WeeklyFacts,
+    WeeklyNarrative,
+    WeeklyReport,
+)
 
 B = TypeVar("B", bound=BaseModel)
 log = logging.getLogger("prhub")
@@ -78,6 +86,15 @@ MIGRATIONS = [
         PRIMARY KEY (repo, start, "end")
     );
     """,
+    """
+    CREATE TABLE endpoints (
+        base_url TEXT NOT NULL,
+        model TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        learned_at TEXT NOT NULL,
+        PRIMARY KEY (base_url, model)
+    );
+    """,
 ]
 
 
@@ -89,6 +106,7 @@ def digest_key(pr: PullRequest, settings: Settings) -> str:
         str(pr.number),
         pr.version,
         *(f"{p.id}:{p.fingerprint}" for p in prompts),
+        _schema(DigestContent, ChunkNotes),
         settings.model,
         settings.response_mode,
         settings.prepare_key(),
@@ -102,10 +120,16 @@ def narrative_key(facts: WeeklyFacts, digests: Sequence[PRDigest], settings: Set
         facts.model_dump_json(),
         *(d.meta.cache_key for d in digests),
         f"{p.id}:{p.fingerprint}",
+        _schema(WeeklyNarrative),
         settings.model,
         settings.response_mode,
         str(settings.input_budget),
     )
+
+
+def _schema(*models: type[BaseModel]) -> str:
+    """The reply schemas: their descriptions are part of what the model is asked."""
+    return json.dumps([m.model_json_schema() for m in models], sort_keys=True, ensure_ascii=False)
 
 
 def _hash(*parts: str) -> str:
@@ -217,6 +241,22 @@ class Store:
                 (repo, start.isoformat(), end.isoformat()),
             ).fetchone()
         return _load(WeeklyReport, row[0]) if row else None
+
+    def endpoint_mode(self, base_url: str, model: str) -> str | None:
+        """The response mode an endpoint was found to accept for `model`, if one was learned."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT mode FROM endpoints WHERE base_url = ? AND model = ?", (base_url, model)
+            ).fetchone()
+        return row[0] if row else None
+
+    def save_endpoint_mode(self, base_url: str, model: str, mode: str) -> None:
+        """Remembers the response mode the endpoint accepts (its URL without credentials)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO endpoints VALUES (?, ?, ?, ?)",
+                (base_url, model, mode, _now()),
+            )
 
     def start_run(self, command: str) -> int:
         """Records that a command started; returns the run's id for finish_run."""

@@ -64,11 +64,15 @@ def assert_ok(result: Result) -> None:
     assert result.exit_code == 0, (result.stderr, result.exception)
 
 
-def assert_fails(result: Result, exit_code: int, says: str) -> None:
-    """One `prhub: error:` line on stderr naming the problem, its exit code, no traceback."""
+def assert_fails(result: Result, exit_code: int, says: str, spent: bool = False) -> None:
+    """One `prhub: error:` line on stderr naming the problem, its exit code, no traceback;
+    after the run's summary line when it spent LLM calls before failing."""
     assert result.exit_code == exit_code, (result.stderr, result.exception)
     assert isinstance(result.exception, SystemExit), result.exception  # not a crash
     lines = result.stderr.splitlines()
+    if spent:
+        summary = lines.pop(0)
+        assert summary.startswith("prhub: 1 PRs (0 from the store, "), summary
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("prhub: error: ")
     assert says in lines[0]
@@ -182,8 +186,10 @@ def test_unreachable_llm(env: dict[str, str | None], llm: LLMStandIn) -> None:
 
 def test_reply_invalid_twice(env: dict[str, str | None], llm: LLMStandIn) -> None:
     llm.script([("content", "not json"), ("content", "not json")])
-    assert_fails(summarize(env), 11, "failed validation twice")
+    result = summarize(env)
+    assert_fails(result, 11, "failed validation twice", spent=True)
     assert len(llm.bodies) == 2
+    assert "· 2 LLM calls · " in result.stderr  # what the failed run paid for
 
 
 def test_missing_repo(env: dict[str, str | None], github: GitHubStandIn) -> None:
@@ -229,7 +235,7 @@ def test_refused_output_file_is_an_output_error(
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     result = summarize(env, "--out", str(tmp_path / "101.md"))
-    assert_fails(result, 14, "Permission denied")
+    assert_fails(result, 14, "Permission denied", spent=True)
     assert not (tmp_path / "101.md").exists()
 
 
@@ -237,7 +243,7 @@ def test_output_under_a_file_is_an_output_error(env: dict[str, str | None], tmp_
     # Unwritable even for root, unlike a read-only directory.
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
-    assert_fails(summarize(env, "--out", str(blocker / "101.md")), 14, "cannot write")
+    assert_fails(summarize(env, "--out", str(blocker / "101.md")), 14, "cannot write", spent=True)
 
 
 def test_failed_replace_leaves_no_temporary_file(
@@ -245,7 +251,7 @@ def test_failed_replace_leaves_no_temporary_file(
 ) -> None:
     target = tmp_path / "out" / "101.md"
     target.mkdir(parents=True)  # a directory where the file should go: os.replace fails
-    assert_fails(summarize(env, "--out", str(target)), 14, "cannot write")
+    assert_fails(summarize(env, "--out", str(target)), 14, "cannot write", spent=True)
     assert os.listdir(target.parent) == ["101.md"]
 
 

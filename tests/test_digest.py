@@ -18,7 +18,7 @@ from prhub.prepare.tokens import count
 from prhub.source import pull_request_from_payload
 from tests.conftest import OPENAI_KEY
 from tests.standins import LLMStandIn
-from tests.standins.llm import prompt_text
+from tests.standins.llm import default_responder, prompt_text
 from tests.test_prepare import change, make_pr, synthetic
 from tests.test_redact import CASES
 
@@ -139,3 +139,74 @@ def test_budget_too_small_is_a_config_error(llm):
 
 def test_fixture_dir_is_not_the_corpus():
     assert not (Path(__file__).parents[1] / "fixtures" / "github" / "verl-project").exists()
+
+
+def test_every_corpus_pr_fits_an_8k_context_model(llm, corpus_dir):
+    # A small local model: 4,000 prompt tokens and 1,500 reserved for the reply.
+    config = settings(llm, input_budget=4_000, output_tokens=1_500, response_mode="json_object")
+    pulls = corpus_dir / "verl-project" / "verl" / "pulls"
+    numbers = sorted(int(p.name.split(".")[0]) for p in pulls.glob("*.files.json"))
+    for number in numbers:
+        pull = json.loads((pulls / f"{number}.json").read_text())
+        files = json.loads((pulls / f"{number}.files.json").read_text())
+        pr = pull_request_from_payload("verl-project/verl", pull, files)
+        bodies = digest_through(llm, pr, config)
+        assert_within(bodies, config)
+        assert len(bodies) <= config.max_calls + 1, number
+
+
+def test_an_english_title_is_corrected_with_one_extra_call(llm):
+    asked: list[str] = []
+
+    def english_first(body: dict[str, Any]) -> str:
+        reply = json.loads(default_responder(body))
+        asked.append(prompt_text(body))
+        if len(asked) == 1:
+            reply["title"] = "Clamp sampling temperature to avoid division by zero"
+        else:
+            reply["title"] = "采样温度为 0 时改走 argmax，修复贪心评估崩溃"
+        return json.dumps(reply, ensure_ascii=False)
+
+    llm.responder = english_first
+    pr = make_pr([change("rocket/rollout/sampler.py")], title="fix: clamp sampling temperature")
+    config = settings(llm)
+    client = LLM(config)
+    try:
+        made = digest_pr(pr, config, client)
+    finally:
+        client.close()
+    assert len(asked) == 2 and made.meta.usage.calls == 2
+    assert "标题必须用中文" in asked[1] and "标题必须用中文" not in asked[0]
+    assert made.content.title.startswith("采样温度") and made.meta.failed_checks == []
+
+
+def test_a_check_that_still_fails_is_recorded_not_hidden(llm):
+    def always_english(body: dict[str, Any]) -> str:
+        reply = json.loads(default_responder(body))
+        reply["title"] = "Clamp sampling temperature"
+        return json.dumps(reply, ensure_ascii=False)
+
+    llm.responder = always_english
+    pr = make_pr([change("rocket/rollout/sampler.py")])
+    config = settings(llm)
+    client = LLM(config)
+    try:
+        made = digest_pr(pr, config, client)
+    finally:
+        client.close()
+    assert len(llm.bodies) == 2
+    assert made.meta.failed_checks == ["title_not_chinese"]
+    assert "title_not_chinese" in json.loads(render.digest_json(made))["meta"]["failed_checks"]
+
+
+def test_chunk_calls_carry_the_body_once(llm):
+    body = "\n".join(f"背景第 {i} 条：说明这个改动的动机 marker{i}。" for i in range(30))
+    pr = synthetic(500).model_copy(update={"body": body})
+    config = settings(llm, input_budget=8_000)
+    bodies = digest_through(llm, pr, config)
+    chunks = [prompt_text(b) for b in bodies if "分段阅读" in prompt_text(b)]
+    first = [text for text in chunks if "这是第 1 段" in text]
+    later = [text for text in chunks if "这是第 1 段" not in text]
+    assert len(first) == 1 and later
+    assert "marker29" in first[0]
+    assert all("marker29" not in text and "已在第 1 段给出" in text for text in later)

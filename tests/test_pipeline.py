@@ -326,3 +326,27 @@ def test_the_weekly_report_is_kept_in_the_store(github, smart_llm, tmp_path):
         store.close()
     assert kept == report
     assert runs[0]["command"] == "weekly" and runs[0]["calls"] == 7
+
+
+@pytest.mark.parametrize(
+    ("flavour", "learned"),
+    [("deepseek", "json_object"), ("llama-cpp-python", "json_object_schema")],
+)
+def test_an_endpoint_refusing_json_schema_costs_one_refusal_a_run_then_none(
+    github, tmp_path, flavour, learned
+):
+    from tests.conftest import OPENAI_KEY
+    from tests.standins import LLMStandIn
+
+    with LLMStandIn(api_key=OPENAI_KEY, flavour=flavour) as server:
+        config = settings(github, server, tmp_path, jobs=4)
+        report = pipeline.weekly(config, year=2026, week=31)
+        assert not report.failed and report.narrative is not None
+        refused = [b for b in server.bodies if b["response_format"]["type"] == "json_schema"]
+        assert len(refused) == 1  # the first call; every later one in the learned mode
+        # The next run starts in the learned mode: no refusal at all.
+        before = len(server.bodies)
+        pipeline.weekly(config.model_copy(update={"refresh": True}), year=2026, week=31)
+        again = server.bodies[before:]
+        assert again and all(b["response_format"]["type"] == "json_object" for b in again)
+        assert ("schema" in again[0]["response_format"]) == (learned == "json_object_schema")

@@ -441,3 +441,36 @@ def test_corpus_prs_fit_the_default_budget() -> None:
             out = prepare(pr, settings, chunk_budget=budget, index_budget=4000)
             check_invariants(pr, out, budget, settings.max_calls)
             assert count(out.index, ENC) <= 4000
+
+
+def test_a_new_file_ranks_before_a_deleted_one_of_the_same_size() -> None:
+    old = change("pkg/a_old.py", added=0, deleted=100, status="removed")
+    new = change("pkg/b_new.py", added=100, deleted=0, status="added")
+    out = prepare(make_pr([old, new]), Settings(), chunk_budget=6_000, index_budget=600)
+    [chunk] = out.chunks
+    assert chunk.index("pkg/b_new.py") < chunk.index("pkg/a_old.py")
+
+
+def test_facts_tell_the_model_what_prhub_computed() -> None:
+    files = [
+        change("pkg/new.py", status="added"),
+        change("pkg/gone.py", added=0, deleted=4, status="removed"),
+        change("verl/trainer/config/_generated_ppo.yaml"),
+    ]
+    pr = make_pr(files, title='Revert "[trainer] feat: add LoRA merging (#95)"')
+    facts = prepare(pr, Settings(), chunk_budget=3_000, index_budget=600).facts
+    text = "\n".join(facts)
+    assert "回滚" in text and "#95" in text
+    assert "新增文件：pkg/new.py" in text and "删除文件：pkg/gone.py" in text
+    assert "没有改动任何测试文件" in text
+    assert "_generated_ppo.yaml" in text and "自动生成" in text
+
+
+def test_a_tested_docs_only_pr_says_so() -> None:
+    docs = prepare(make_pr([change("docs/a.md")]), Settings(), chunk_budget=3_000, index_budget=600)
+    assert "只改了文档，没有代码改动。" in docs.facts
+    tested = make_pr([change("src/app.py"), change("e2e/login.py")])
+    assert (
+        "改动了测试文件。"
+        in prepare(tested, Settings(), chunk_budget=3_000, index_budget=600).facts
+    )

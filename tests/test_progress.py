@@ -170,3 +170,12 @@ def test_dry_run_rows_stay_aligned(number):
     header, row = dry_run_text(one, KNOWN).splitlines()[2:4]
     assert len(row) == len(header)
     assert row.endswith(" 9") and f"#{number}" in row
+
+
+def test_the_summary_counts_digests_that_fail_content_checks():
+    settings = Settings(model="gpt-4o-mini")
+    clean = run_summary(RunStats(prs=2), 1.0, settings)
+    assert "content checks" not in clean
+    assert run_summary(RunStats(prs=2, unchecked=1), 1.0, settings).endswith(
+        " · 1 digests fail content checks"
+    )

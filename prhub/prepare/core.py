@@ -18,7 +18,12 @@ from prhub.prepare.redact import is_env_file, redact
 from prhub.prepare.tokens import count, truncate
 
 TITLE_BUDGET = 120  # tokens
-BODY_BUDGET = 1500  # tokens
+BODY_BUDGET = 1500  # tokens, at most: an eighth of a small input budget
+
+
+def body_budget(settings: Settings) -> int:
+    """Tokens of the PR body a prompt carries."""
+    return min(BODY_BUDGET, settings.input_budget // 8)
 TITLE_CUT = " …[title truncated]"
 BODY_CUT = "\n\n…[body truncated]"
 NO_PATCH = "GitHub sent no patch (too large)"
@@ -97,7 +102,7 @@ def prepare(
         return text
 
     title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
-    body = _cut(clean(pr.body or ""), BODY_BUDGET, BODY_CUT, enc)
+    body = _cut(clean(pr.body or ""), body_budget(settings), BODY_CUT, enc)
     entries = [_entry(i, f, settings, clean) for i, f in enumerate(pr.files)]
     ranked = sorted(entries, key=Entry.rank)
     chunks = pack(ranked, chunk_budget, settings.max_calls, enc)

@@ -94,9 +94,16 @@ class Entry:
     def showable(self) -> bool:
         return self.excluded is None and (bool(self.hunks) or self.pure_rename)
 
-    def rank(self) -> tuple[int, int, int, str]:
-        """Sort key: shown kinds before excluded, source before tests before docs, big first."""
-        return (self.excluded is not None, self.tier, -self.changes, self.path)
+    def rank(self) -> tuple[bool, int, bool, int, str]:
+        """Sort key: shown kinds before excluded, source before tests before docs, a deleted
+        file after those that stay (what replaced it says more), big first."""
+        return (
+            self.excluded is not None,
+            self.tier,
+            self.status == "removed",
+            -self.changes,
+            self.path,
+        )
 
     def lines_seen(self) -> int:
         if self.view == "full":
