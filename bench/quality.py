@@ -43,7 +43,7 @@ from prhub import checks, pipeline  # noqa: E402
 from prhub.config import Settings, load_settings, shown_url  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.ground import PATH, SPAN, pr_source  # noqa: E402
-from prhub.model import DigestContent, PRDigest, PullRequest  # noqa: E402
+from prhub.model import DigestContent, PRDigest, PullRequest, Usage  # noqa: E402
 from prhub.reply import PLACEHOLDERS, example  # noqa: E402
 
 # An angle-bracketed note in Chinese, as the prompt's example reply writes its placeholders.
@@ -120,7 +120,7 @@ class Row:
 
     @property
     def first_try(self) -> bool | None:
-        return None if self.fixes is None else self.fixes == 0
+        return None if self.fixes is None or self.error else self.fixes == 0
 
 
 class Records(logging.Handler):
@@ -232,6 +232,7 @@ def measure(
         lines=_lines(payload),
     )
     sent, refused, logged = counts.sent, counts.refused, len(logs.records)
+    spent = _spent(run)
     made = None
     started = time.perf_counter()
     try:
@@ -253,7 +254,13 @@ def measure(
         row.rejected += template.startswith("reply of") and "rejected" in template
         row.rechecked += "asking once more" in template
         row.log.append(f"{record.levelname}: {record.getMessage()}")
-    if made is None:
+    if made is None:  # what the failed attempt paid for, where the client counts it
+        if spent is not None and (now := _spent(run)) is not None:
+            row.calls = now.calls - spent.calls
+            row.tokens_in, row.tokens_out = (
+                now.tokens_in - spent.tokens_in,
+                now.tokens_out - spent.tokens_out,
+            )
         return row, None
     content, meta = made.content, made.meta
     row.calls = meta.usage.calls
@@ -266,6 +273,12 @@ def measure(
     row.verdict, row.importance, row.minutes = content.verdict, content.importance, content.minutes
     row.failed_checks = list(meta.failed_checks)
     return row, made
+
+
+def _spent(run: pipeline.Run) -> Usage | None:
+    """Every answered request of the run's LLM client so far, if it counts them."""
+    spent = getattr(run.llm, "spent", None)
+    return spent if isinstance(spent, Usage) else None
 
 
 def width(text: str) -> int:
@@ -375,10 +388,11 @@ def report(rows: list[Row], settings: Settings, corpus: Path, mode: str) -> None
     spread = [r.importance for r in done if r.importance is not None]
     mean_importance = f" (mean {sum(spread) / len(spread):.1f})" if spread else ""
     print(f"importance        {tally(importance)}{mean_importance}")
-    calls = sum(r.calls or 0 for r in done)
+    calls = sum(r.calls or 0 for r in rows)
     print(
-        f"calls             {calls} (planned {sum(r.planned or 0 for r in done)}); tokens in "
-        f"{sum(r.tokens_in for r in done):,}, out {sum(r.tokens_out for r in done):,}"
+        f"calls             {calls} (planned {sum(r.planned or 0 for r in rows)}; "
+        f"{sum(r.calls or 0 for r in rows if not r.ok)} by failed PRs); tokens in "
+        f"{sum(r.tokens_in for r in rows):,}, out {sum(r.tokens_out for r in rows):,}"
     )
     seconds = sum(r.seconds for r in rows)
     per_call = f", {seconds / calls:.1f} per call" if calls else ""

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_va
 
 from prhub.errors import ConfigError
 
+# GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
+_REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
 _SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.I)
 
 # Environment variable for each setting; flags given on the command line win over these.
@@ -98,8 +100,13 @@ class Settings(BaseModel):
     @field_validator("repo")
     @classmethod
     def _repo_shape(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", value):
-            raise ValueError(f"repository must look like owner/name, got {value!r}")
+        if value is not None and not (
+            _REPO.fullmatch(value) and value.split("/")[1] not in {".", ".."}
+        ):
+            raise ValueError(
+                f"repository must look like owner/name (letters, digits, '-' in the owner; "
+                f"also '.' and '_' in the name), got {value!r}"
+            )
         return value
 
     @field_validator("input_budget", "output_tokens", "max_calls", "jobs", "max_attempts")

@@ -28,9 +28,10 @@ from prhub.model import (
 )
 from prhub.prepare.redact import scrub
 from prhub.source import GitHubSource
-from prhub.store import Store, digest_key, narrative_key
+from prhub.store import Store, digest_key, holder_id, narrative_key
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
+LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
 Format = output.Format
 
 
@@ -89,6 +90,7 @@ class Run:
         self._owned = ExitStack()
         self._run_id = 0
         self._kept = {"fetched": 0, "digested": 0}  # stored by this run, for an interruption
+        self._holder = holder_id()
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
@@ -214,12 +216,27 @@ class Run:
         return pr
 
     def cached_digest(self, pr: PullRequest) -> tuple[PRDigest, bool]:
-        """The stored digest for exactly these inputs (and True), else a new one, stored."""
+        """The stored digest for exactly these inputs (and True), else a new one, stored.
+
+        While another run on the same store makes the same digest, this one waits for it.
+        """
         key = digest_key(pr, self.settings)
         if not self.settings.refresh and (found := self.store.digest(key)):
             return found, True
-        made = digest.digest_pr(pr, self.settings, self._need(), key)
-        self.store.save_digest(made)
+        waited = False
+        while not self.store.lease(key, self._holder):
+            waited = True
+            retry.pause(LEASE_POLL)
+            if found := self.store.digest(key):
+                return found, True  # made by the other run since this one asked
+        try:
+            if waited and (found := self.store.digest(key)):
+                return found, True
+            made = digest.digest_pr(pr, self.settings, self._need(), key)
+            self.store.save_digest(made)
+        finally:
+            with suppress(StoreError):
+                self.store.release(key, self._holder)
         self._kept["digested"] += 1
         return made, False
 

@@ -61,8 +61,8 @@ def halted() -> bool:
     return _halt.is_set()
 
 
-def _pause(seconds: float) -> None:
-    """A pause between attempts that a halt cuts short."""
+def pause(seconds: float) -> None:
+    """A pause that a halt cuts short (raising Halted)."""
     if _halt.wait(seconds):
         raise Halted()
 
@@ -86,7 +86,7 @@ def call(
     *,
     what: str,
     counter: RetryCounter | None = None,
-    sleep: Callable[[float], None] = _pause,
+    sleep: Callable[[float], None] = pause,
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged.

@@ -5,8 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import sqlite3
 import threading
+import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -95,7 +99,15 @@ MIGRATIONS = [
         PRIMARY KEY (base_url, model)
     );
     """,
+    """
+    CREATE TABLE leases (
+        key TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    """,
 ]
+LEASE_SECONDS = 1800.0  # a holder that neither finishes nor dies in this time is taken over
 
 
 def digest_key(pr: PullRequest, settings: Settings) -> str:
@@ -258,6 +270,29 @@ class Store:
                 (base_url, model, mode, _now()),
             )
 
+    def lease(self, key: str, holder: str, seconds: float = LEASE_SECONDS) -> bool:
+        """Takes the right to make what `key` names, unless another live holder has it.
+
+        Two runs on one store that need the same digest then pay for it once: the second
+        waits for the first's result. A holder on this machine whose process is gone, or whose
+        lease ran out, loses it.
+        """
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT holder, expires_at FROM leases WHERE key = ?", (key,)
+            ).fetchone()
+            if row and row[0] != holder and row[1] > now and _alive(row[0]):
+                return False
+            db.execute(
+                "INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (key, holder, now + seconds)
+            )
+        return True
+
+    def release(self, key: str, holder: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM leases WHERE key = ? AND holder = ?", (key, holder))
+
     def start_run(self, command: str) -> int:
         """Records that a command started; returns the run's id for finish_run."""
         with self._tx() as db:
@@ -329,6 +364,26 @@ def _migrate(db: sqlite3.Connection) -> None:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+
+
+def holder_id() -> str:
+    """Who holds a lease: this machine, this process, and a nonce for this run."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _alive(holder: str) -> bool:
+    """False when the holder ran on this machine and its process is gone."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's process cannot be checked; its lease runs out
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, owned by someone else
+    return True
 
 
 def _advice(exc: Exception) -> str:

@@ -188,7 +188,10 @@ def test_an_unknown_key_in_a_price_names_where_it_is(tmp_path):
         ({"PRHUB_JOBS": "0"}, "invalid jobs (PRHUB_JOBS): Value error, must be at least 1"),
         ({"PRHUB_JOBS": "many"}, "invalid jobs (PRHUB_JOBS): Input should be a valid integer"),
         ({"PRHUB_TIMEOUT": "-1"}, "invalid timeout (PRHUB_TIMEOUT): Value error, must be more"),
-        ({"PRHUB_REPO": "o/r/x"}, "repository must look like owner/name, got 'o/r/x'"),
+        (
+            {"PRHUB_REPO": "o/r/x"},
+            "invalid repo (PRHUB_REPO): Value error, repository must look like",
+        ),
         ({"PRHUB_TZ": "Mars/Base"}, "unknown timezone 'Mars/Base': use an IANA name"),
         ({"PRHUB_RESPONSE_MODE": "xml"}, "invalid response_mode (PRHUB_RESPONSE_MODE)"),
     ],
@@ -316,3 +319,16 @@ def test_a_malformed_repo_section_names_it(tmp_path):
     toml(tmp_path, '[repos."o/r".prices.m]\ninput = "cheap"\noutput = 1\n')
     with pytest.raises(ConfigError, match=r'repos\."o/r"\.prices\.m\.input'):
         load_settings({"repo": "o/r"}, env={}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "repo", ["../..", "a/..", "o/.", "-x/y", "x-/y", "a--b/c", "o//r", "o/r/x", "ab/c d"]
+)
+def test_a_repository_name_github_would_not_accept_is_refused(repo):
+    with pytest.raises(ConfigError, match="owner/name"):
+        load_settings({"repo": repo}, env={})
+
+
+@pytest.mark.parametrize("repo", ["verl-project/verl", "o/r.js", "o/.github", "a1/b_c-d.e"])
+def test_real_repository_names_pass(repo):
+    assert load_settings({"repo": repo}, env={}).repo == repo

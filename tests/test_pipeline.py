@@ -350,3 +350,31 @@ def test_an_endpoint_refusing_json_schema_costs_one_refusal_a_run_then_none(
         again = server.bodies[before:]
         assert again and all(b["response_format"]["type"] == "json_object" for b in again)
         assert ("schema" in again[0]["response_format"]) == (learned == "json_object_schema")
+
+
+def test_two_runs_on_one_store_pay_for_each_digest_once(github, tmp_path):
+    import threading
+
+    from tests.conftest import OPENAI_KEY
+    from tests.standins import LLMStandIn
+
+    with LLMStandIn(api_key=OPENAI_KEY, latency=0.3) as server:
+        server.responder = responder
+        config = settings(github, server, tmp_path, jobs=2)
+        reports = []
+        runs = [
+            threading.Thread(
+                target=lambda: reports.append(
+                    pipeline.weekly(config, year=2026, week=31, narrate=False)
+                )
+            )
+            for _ in range(2)
+        ]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join(timeout=120)
+        assert len(reports) == 2 and all(not r.failed for r in reports)
+        asked = [int(re.search(r"PR #(\d+)", prompt_text(b)).group(1)) for b in server.bodies]
+        assert sorted(asked) == sorted(set(asked))  # no PR digested twice
+        assert reports[0].digests == reports[1].digests

@@ -169,3 +169,24 @@ def test_a_stored_row_that_no_longer_validates_is_a_miss(tmp_path: Path) -> None
         store._db.execute("INSERT INTO digests VALUES ('key', 'acme/rocket', 1, '{}', 'then')")
         store._db.execute("INSERT INTO narratives VALUES ('key', 'not json', 0, 'then')")
         assert store.digest("key") is None and store.narrative("key") is None
+
+
+def test_a_lease_is_held_until_released_or_its_holder_is_gone(tmp_path: Path) -> None:
+    import socket
+
+    from prhub.store import holder_id
+
+    with closing(Store(tmp_path / "prhub.db")) as store:
+        me, other = holder_id(), holder_id()
+        assert store.lease("k", me)
+        assert store.lease("k", me)  # taking it again is fine
+        assert not store.lease("k", other)  # this process is alive: the other waits
+        store.release("k", me)
+        assert store.lease("k", other)
+        # A holder whose process died (SIGKILL) loses its lease at once.
+        dead = f"{socket.gethostname()}:999999999:dead"
+        store._db.execute("UPDATE leases SET holder = ? WHERE key = 'k'", (dead,))
+        assert store.lease("k", me)
+        # So does one whose lease ran out.
+        assert store.lease("old", other, seconds=-1)
+        assert store.lease("old", me)
