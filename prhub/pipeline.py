@@ -230,7 +230,8 @@ class Run:
             if found := self.store.digest(key):
                 return found, True  # made by the other run since this one asked
         try:
-            if waited and (found := self.store.digest(key)):
+            # Another run may have made it between the first look and the lease.
+            if (waited or not self.settings.refresh) and (found := self.store.digest(key)):
                 return found, True
             made = digest.digest_pr(pr, self.settings, self._need(), key)
             self.store.save_digest(made)
