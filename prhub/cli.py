@@ -111,10 +111,12 @@ def _with(*groups: dict[str, tuple[Any, Any]]) -> Callable[[C], C]:
 
 def _settings(options: dict[str, Any]) -> Settings:
     """Settings from a command's options: those it has are flags, the rest come from elsewhere."""
+    from prhub import logmask
+
     logging.basicConfig(
         level=logging.INFO if options.get("verbose") else logging.WARNING,
         format="prhub: %(message)s",
-        stream=sys.stderr,
+        handlers=[logmask.handler(sys.stderr)],  # URLs in any library's lines lose credentials
     )
     flags: dict[str, Any] = {}
     for key in SETTING_FLAGS:

@@ -11,6 +11,7 @@ from prhub.errors import (
     ConfigError,
     GitHubAuthError,
     GitHubUnavailable,
+    Interrupted,
     LLMRequestError,
     LLMUnavailable,
     PrhubError,
@@ -64,10 +65,14 @@ def each(
                     raise
                 failed.append(FailedPR(number=number, error=str(exc)))
             tick(done)
-    except BaseException:
-        # Start nothing more, and do not wait for requests in flight: an interrupt ends the
-        # process, and a halted run's workers stop at their next request.
+    except Interrupted:
+        # Start nothing more and do not wait for requests in flight: the process ends now.
         pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    except BaseException:
+        # Start nothing more; the workers in flight stop at their next request or pause.
+        retry.halt()
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown()
     return results, sorted(failed, key=lambda f: f.number)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from prhub import retry
+from prhub import llm_http, retry
 from prhub.config import Settings, shown_url
 from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.model import Usage
@@ -34,7 +34,6 @@ MODES = ("json_schema", "json_object_schema", "json_object")
 _FALLBACK = {"json_schema": "json_object", "json_object_schema": "json_object"}
 # llama-cpp-python's server refuses json_schema with this and accepts json_object with `schema`.
 _LLAMA_CPP_PYTHON = re.compile(r"Input should be 'text' or 'json_object'")
-_NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 
 
 def schema_text(mode: Settings | str, schema: type[BaseModel]) -> str | None:
@@ -108,11 +107,16 @@ class LLM:
                 raise ConfigError(
                     "OPENAI_API_KEY is not set: export it (any value for a local server)"
                 )
+            base_url, query = llm_http.endpoint(settings.openai_base_url)
+            where = shown_url(settings.openai_base_url) or "https://api.openai.com/v1"
             client = openai.OpenAI(
                 api_key=settings.openai_api_key.get_secret_value(),
-                base_url=settings.openai_base_url,
+                base_url=base_url,
+                default_query=query,
                 max_retries=0,  # one policy owns retries: prhub.retry
                 timeout=settings.timeout,
+                # Checks every answer; settings.timeout bounds the whole answer, not each read.
+                http_client=llm_http.http_client(settings.timeout, where),
             )
         self.settings = settings
         self.client = client
@@ -124,7 +128,7 @@ class LLM:
         self._probe = threading.Lock()
         self._lock = threading.Lock()
         # --jobs bounds the requests in flight across the run, map calls of big PRs included;
-        # a request waiting for a slot is not yet sent, so its timeout has not started.
+        # a request waiting for a slot is not yet sent, so its deadline has not started.
         self._slots = threading.BoundedSemaphore(settings.jobs)
         self.spent = Usage()  # every answered request of this client, rejected replies too
 
@@ -203,10 +207,12 @@ class LLM:
         content = choice.message.content or ""
         usage = response.usage
         encoding = self.settings.encoding
+        tokens_in = getattr(usage, "prompt_tokens", None)  # some servers leave either out
+        tokens_out = getattr(usage, "completion_tokens", None)
         call = Usage(
             calls=1,
-            tokens_in=usage.prompt_tokens if usage else message_tokens(sent, encoding),
-            tokens_out=usage.completion_tokens if usage else count(content, encoding),
+            tokens_in=message_tokens(sent, encoding) if tokens_in is None else tokens_in,
+            tokens_out=count(content, encoding) if tokens_out is None else tokens_out,
         )
         with self._lock:
             self.spent += call
@@ -247,11 +253,11 @@ class LLM:
 
         try:
             return retry.call(
-                send, self.settings, _retry_hint, what="LLM call", counter=self.counter
+                send, self.settings, llm_http.retry_hint, what="LLM call", counter=self.counter
             )
         except openai.APITimeoutError:
             raise LLMUnavailable(
-                f"the LLM endpoint {self._where()} did not answer within "
+                f"the LLM endpoint {self._where()} did not answer in full within "
                 f"{self.settings.timeout:g} s: raise PRHUB_TIMEOUT (local models may need "
                 "minutes per prompt) or check the server"
             ) from None
@@ -272,14 +278,14 @@ class LLM:
     def _fall_back(self, mode: str, exc: openai.APIStatusError) -> bool:
         """Moves off a response_format the endpoint refused; False when it refused no such thing
         or there is nothing left to try."""
-        if not _refuses_format(exc):
+        if not llm_http.refuses_format(exc):
             return False
         with self._lock:
             if self._mode != mode:
                 return True  # another call has moved on already: try its mode
             if mode not in _FALLBACK:
                 return False
-            grammar = mode == "json_schema" and _LLAMA_CPP_PYTHON.search(_detail(exc))
+            grammar = mode == "json_schema" and _LLAMA_CPP_PYTHON.search(llm_http.detail(exc))
             self._mode = "json_object_schema" if grammar else _FALLBACK[mode]
             self._known = False
         log.warning(
@@ -288,7 +294,7 @@ class LLM:
             self._where(),
             mode,
             exc.status_code,
-            " ".join(_error_message(exc).split())[:200],  # one line: servers send tracebacks
+            llm_http.error_message(exc)[:200],
             "json_object with the schema in its `schema` key" if grammar else "json_object",
         )
         return True
@@ -297,11 +303,14 @@ class LLM:
         return shown_url(self.settings.openai_base_url) or "https://api.openai.com/v1"
 
     def _translate(self, exc: openai.APIStatusError, messages: list[dict[str, str]]) -> Exception:
-        detail = _error_message(exc)
-        code = _error_code(exc)
+        detail = llm_http.error_message(exc)
+        code = llm_http.error_code(exc)
         if exc.status_code in (401, 403):
+            sent = exc.response.request.headers.get("authorization", "")
+            login = sent.startswith("Basic ")  # httpx sends a URL's login in the key's place
             return LLMRequestError(
                 f"the LLM endpoint rejected the API key ({exc.status_code}): check OPENAI_API_KEY"
+                + ("; the login in OPENAI_BASE_URL was sent instead of it" if login else "")
             )
         if exc.status_code == 404:
             return LLMRequestError(
@@ -316,7 +325,7 @@ class LLM:
             return LLMUnavailable(
                 f"the LLM endpoint kept refusing with 429 ({detail}): rerun later, or lower --jobs"
             )
-        if _refuses_format(exc):
+        if llm_http.refuses_format(exc):
             return LLMRequestError(
                 f"model {self.settings.model!r} at {self._where()} refused response_format "
                 f"{self._mode} ({exc.status_code}: {detail}): use a server with JSON mode"
@@ -342,52 +351,6 @@ class LLM:
         )
 
 
-def _detail(exc: openai.APIStatusError) -> str:
-    """The whole error message the endpoint sent."""
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error", body)
-    message = error.get("message") if isinstance(error, dict) else error
-    return str(message or exc.message)
-
-
-def _refuses_format(exc: openai.APIStatusError) -> bool:
-    """Whether the endpoint refused the request's response_format: 400/422 from most servers,
-    500 from llama-cpp-python, each naming what it refused."""
-    refusal = exc.status_code in (400, 422) or exc.status_code >= 500
-    return refusal and bool(_NAMES_FORMAT.search(_detail(exc)))
-
-
-def _error_message(exc: openai.APIStatusError) -> str:
-    return _detail(exc)[:300]
-
-
-def _error_code(exc: openai.APIStatusError) -> str:
-    """The error's code or type (e.g. context_length_exceeded), lowercased; "" if none."""
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error", body)
-    if not isinstance(error, dict):
-        return ""
-    return f"{error.get('code') or ''} {error.get('type') or ''}".strip().lower()
-
-
 def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
     match = pattern.search(text)
     return int(next(g for g in match.groups() if g)) if match else None
-
-
-def _retry_hint(exc: BaseException) -> float | None:
-    """Seconds to wait before retrying an LLM failure, or None when retrying cannot help."""
-    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
-        return 0.0
-    if isinstance(exc, openai.APIStatusError) and "insufficient_quota" in _error_code(exc):
-        return None  # a 429 that waiting does not cure
-    if isinstance(exc, openai.APIStatusError) and _refuses_format(exc):
-        return None  # a refused response_format is refused again: the caller falls back
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408:
-            headers = exc.response.headers
-            if headers.get("retry-after-ms"):
-                return float(headers["retry-after-ms"]) / 1000
-            wait = retry.retry_after(headers.get("retry-after"))
-            return 0.0 if wait is None else wait
-    return None

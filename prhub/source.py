@@ -24,7 +24,7 @@ from prhub.errors import (
     RepoNotFound,
 )
 from prhub.model import FileChange, PullRequest, Review
-from prhub.source_http import IncompleteSearch, guard, origin
+from prhub.source_http import IncompleteSearch, Overdue, guard, origin
 
 _REFERENCE = re.compile(
     r"(?:(?<![\w/])#|github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/)(\d{1,7})\b", re.IGNORECASE
@@ -244,6 +244,11 @@ class GitHubSource:
                 f"bad GitHub API URL {shown_url(self.settings.github_url)!r}: "
                 "use e.g. https://api.github.com"
             ) from None
+        except requests.exceptions.Timeout:
+            raise GitHubUnavailable(
+                f"GitHub at {shown_url(self.settings.github_url)} did not answer within "
+                f"{self.settings.timeout:g} s while {what}: raise PRHUB_TIMEOUT, or rerun later"
+            ) from None
         except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError):
             raise GitHubUnavailable(
                 f"GitHub's answer was cut short or garbled while {what} "
@@ -343,7 +348,7 @@ def _retry_hint(exc: BaseException) -> float | None:
         return 0.0
     if isinstance(exc, requests.exceptions.ChunkedEncodingError):
         return 0.0
-    if isinstance(exc, IncompleteSearch):  # GitHub's search timed out: it may not next time
+    if isinstance(exc, IncompleteSearch | Overdue):  # timed out: it may not next time
         return 0.0
     if not isinstance(exc, GithubException):
         return None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
+import time
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, NotRequired
@@ -24,6 +27,10 @@ ADVICE = "rerun later, or check --github-url"
 
 class IncompleteSearch(GitHubUnavailable):
     """GitHub's search timed out and answered with part of the results."""
+
+
+class Overdue(GitHubUnavailable):
+    """GitHub's answer was not whole by the deadline: a read timeout bounds each read, not all."""
 
 
 def _aware(value: str) -> str:
@@ -151,7 +158,13 @@ class _HTTPS(HTTPSRequestsConnectionClass):
 
 
 def checked(session: requests.Session, response: requests.Response, **send: Any) -> Any:
-    """The answer after redirects within its origin: an error status, or 200 with valid JSON."""
+    """The answer after redirects within its origin: an error status, or 200 with valid JSON;
+    whole within the request's timeout of its start, redirects included."""
+    timeout = send.get("timeout")
+    timeout = timeout[-1] if isinstance(timeout, tuple) else timeout  # (connect, read)
+    deadline = None
+    if isinstance(timeout, int | float):
+        deadline = time.monotonic() + timeout - response.elapsed.total_seconds()
     try:
         hops = 0
         while response.is_redirect:
@@ -168,14 +181,48 @@ def checked(session: requests.Session, response: requests.Response, **send: Any)
             request = response.request.copy()
             request.prepare_url(target, None)
             request.hooks = default_hooks()  # the chain is followed here, not by nested hooks
-            _ = response.content  # read to the end, so the connection can serve the next request
+            _body(response, deadline, timeout)  # read, so the connection can serve the next one
             response.close()
             response = session.send(request, allow_redirects=False, **send)
+        if not send.get("stream"):
+            _body(response, deadline, timeout)
         _check(response, stream=bool(send.get("stream")))
     except Exception:
         response.close()  # PyGithub never sees this answer, so nothing else would close it
         raise
     return response
+
+
+def _body(response: requests.Response, deadline: float | None, timeout: Any) -> bytes:
+    """The whole body, by `deadline`: a read still waiting then ends as its socket is shut."""
+    if deadline is None:
+        return response.content
+    late = threading.Event()
+
+    def cut() -> None:
+        late.set()
+        with contextlib.suppress(Exception):  # released already, or urllib3 before 2.3
+            response.raw.shutdown()
+
+    if deadline > time.monotonic():  # else the headers alone took all the time
+        timer = threading.Timer(deadline - time.monotonic(), cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            body = response.content
+        except requests.exceptions.RequestException:
+            if not late.is_set():
+                raise
+        else:
+            if not late.is_set():  # a body without a length just ends when its socket is shut
+                return body
+        finally:
+            timer.cancel()
+    where = urlsplit(response.url).path
+    raise Overdue(
+        f"GitHub did not send its whole answer to {where} within {timeout:g} s: "
+        "raise PRHUB_TIMEOUT, or rerun later"
+    )
 
 
 def _check(response: requests.Response, stream: bool) -> None:

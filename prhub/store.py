@@ -342,7 +342,10 @@ class Store:
         return found
 
     def close(self) -> None:
-        self._db.close()
+        # Under the lock: a worker still in a transaction finishes it first, and a later one
+        # gets a StoreError ("closed database"), never a connection freed under it.
+        with self._lock:
+            self._db.close()
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -310,6 +310,28 @@ def test_a_rejected_key_names_openai_api_key(make_llm: MakeLLM, llm: LLMStandIn)
     assert len(llm.bodies) == 1  # not retried
 
 
+def test_a_login_in_the_base_url_is_named_when_the_key_is_rejected(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    url = llm.url.replace("http://", "http://gateway:hunter2@")
+    with pytest.raises(LLMRequestError, match="login in OPENAI_BASE_URL") as caught:
+        make_llm(openai_base_url=url).complete(MESSAGES, Rating)
+    assert "hunter2" not in str(caught.value)
+    assert llm.requests[0]["headers"]["authorization"].startswith("Basic ")
+
+
+def test_a_query_in_the_base_url_goes_with_every_request(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    client = make_llm(openai_base_url=f"{llm.url}?api-version=2024-06-01&api-key=k")
+    client.complete(MESSAGES, Rating)
+    client.complete(MESSAGES, Rating)
+    assert [r["path"] for r in llm.requests] == ["/v1/chat/completions"] * 2
+    assert all(
+        r["query"] == {"api-version": ["2024-06-01"], "api-key": ["k"]} for r in llm.requests
+    )
+
+
 def test_a_missing_key_is_a_config_error(llm: LLMStandIn) -> None:
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         LLM(settings(llm, openai_api_key=None))

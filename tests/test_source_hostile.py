@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -405,3 +406,65 @@ def test_a_bad_github_url_is_shown_without_credentials(url: str, github: GitHubS
     with pytest.raises(ConfigError) as caught:
         GitHubSource(settings(github, github_url=url))
     assert "hunter2" not in str(caught.value)
+
+
+# Deadlines: PRHUB_TIMEOUT bounds each whole answer, not each read
+
+
+def test_a_trickling_search_ends_at_the_deadline(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/search/issues$", [("trickle", 0.5)] * 2)  # a byte every 0.5 s
+    source = make_source(timeout=3, max_attempts=2)
+    started = time.monotonic()
+    with pytest.raises(GitHubUnavailable) as caught:
+        week(source)
+    spent = time.monotonic() - started
+    message = one_line(caught)
+    assert "PRHUB_TIMEOUT" in message and "within 3 s" in message and "/search/issues" in message
+    assert caught.value.exit_code == 8
+    assert len([r for r in github.requests if r["path"] == "/search/issues"]) == 2
+    assert source.counter is not None and source.counter.count == 1
+    assert 6 <= spent < 15
+
+
+def test_a_trickling_github_fails_every_endpoint_in_time() -> None:
+    with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN, trickle=0.5) as server:
+        source = GitHubSource(settings(server, timeout=3, max_attempts=1))
+        started = time.monotonic()
+        try:
+            with pytest.raises(GitHubUnavailable, match="PRHUB_TIMEOUT") as caught:
+                source.pull(REPO, 101)
+        finally:
+            source.close()
+        assert time.monotonic() - started < 10
+        assert not server.errors
+    assert "/repos/acme/rocket/pulls/101" in one_line(caught)
+
+
+def test_a_slow_answer_within_the_deadline_is_read(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [("trickle", 0.1, 150)])  # whole in about 1.5 s
+    started = time.monotonic()
+    assert make_source(timeout=3, max_attempts=1).pull_payload(REPO, 101)["number"] == 101
+    assert time.monotonic() - started > 1
+
+
+def test_a_silence_after_the_headers_ends_at_the_deadline(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [("trickle", 30, 10**6)])  # headers now, the body in 30 s
+    started = time.monotonic()
+    with pytest.raises(GitHubUnavailable, match="PRHUB_TIMEOUT"):
+        make_source(timeout=1, max_attempts=1).pull_payload(REPO, 101)
+    assert time.monotonic() - started < 5
+
+
+def test_headers_that_never_come_name_prhub_timeout(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [("sleep", 3)])
+    with pytest.raises(GitHubUnavailable, match="PRHUB_TIMEOUT") as caught:
+        make_source(timeout=1, max_attempts=1).pull_payload(REPO, 101)
+    assert "within 1 s" in one_line(caught)

@@ -60,9 +60,13 @@ def search(gh: Github, query: str) -> list[int]:
     return [issue.number for issue in gh.search_issues(query)]
 
 
-def raw(server: GitHubStandIn, path: str, **params: Any) -> requests.Response:
+def raw(
+    server: GitHubStandIn, path: str, stream: bool = False, timeout: float = 5, **params: Any
+) -> requests.Response:
     headers = {"Authorization": f"token {server.token}"} if server.token else {}
-    return requests.get(server.url + path, params=params, headers=headers, timeout=5)
+    return requests.get(
+        server.url + path, params=params, headers=headers, timeout=timeout, stream=stream
+    )
 
 
 # GitHub
@@ -228,6 +232,30 @@ def test_scripted_answers(github: GitHubStandIn) -> None:
     start = time.monotonic()
     assert repo.get_pull(102).number == 102
     assert time.monotonic() - start >= 0.3
+
+
+def test_trickled_and_chunked_answers(github: GitHubStandIn) -> None:
+    github.script(
+        r"/pulls/101$", [("trickle", 0.05, 200), (200, {"Transfer-Encoding": "chunked"}, [7])]
+    )
+    start = time.monotonic()
+    with raw(github, "/repos/acme/rocket/pulls/101", stream=True) as answer:
+        first = answer.raw.read1(4096)  # 10 pieces, 0.05 s apart
+        assert len(first) <= 200 and json.loads(first + answer.raw.read())["number"] == 101
+    assert time.monotonic() - start > 0.4
+    chunked = raw(github, "/repos/acme/rocket/pulls/101")
+    assert chunked.json() == [7] and "Content-Length" not in chunked.headers
+    with GitHubStandIn(DATA, trickle=0.01) as slow:  # a trickle in every answer
+        assert raw(slow, "/repos/acme/rocket/pulls/104").json()["number"] == 104
+
+
+def test_stopping_ends_a_trickle_at_once() -> None:
+    server = GitHubStandIn(DATA, trickle=60).start()
+    with pytest.raises(requests.ConnectionError):
+        raw(server, "/repos/acme/rocket/pulls/104", timeout=0.5).json()
+    start = time.monotonic()
+    server.stop()
+    assert time.monotonic() - start < 2
 
 
 def test_secondary_rate_limit_fault() -> None:

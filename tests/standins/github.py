@@ -28,15 +28,27 @@ Answer = tuple[int, dict[str, str], Any]
 
 
 class StandIn:
-    """An HTTP server in a daemon thread that records requests and can be scripted to misbehave."""
+    """An HTTP server in a daemon thread that records requests and can be scripted to misbehave.
+
+    Scripted items every stand-in takes: "reset" (the connection reset, no answer), ("sleep", s)
+    (the normal answer after s seconds), ("trickle", s) and ("trickle", s, n) (the normal answer,
+    its body sent n bytes at a time, default 1, every s seconds), and (status, headers, body);
+    a body of bytes is sent as is, and headers {"Transfer-Encoding": "chunked"} send it in chunks
+    without a Content-Length.
+    """
 
     prefix = ""  # path of the API root, part of .url
     fault_kinds: tuple[str, ...] = ()
 
-    def __init__(self, *, port: int = 0, fault_rate: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, *, port: int = 0, fault_rate: float = 0.0, seed: int = 0, trickle: float = 0.0
+    ) -> None:
         self.port = port
         self.url = ""
         self.fault_rate = fault_rate
+        # Seconds between the bytes of every answer's body: a server that never stalls long
+        # enough for a read to time out, yet never finishes.
+        self.trickle = trickle
         self.requests: list[dict[str, Any]] = []
         self.faults: list[tuple[str, str]] = []
         # Exceptions raised while answering, i.e. stand-in bugs; the fixtures assert it is empty.
@@ -45,12 +57,14 @@ class StandIn:
         self._lock = threading.Lock()
         self._scripts: list[tuple[re.Pattern[str], deque[Any]]] = []
         self._server: ThreadingHTTPServer | None = None
+        self._stopping = threading.Event()  # ends trickles, so stop() need not wait for them
         # A file that gets one JSON line a request, for a stand-in run in its own process.
         self.log: Any = None
 
     def start(self) -> StandIn:
         """Bind 127.0.0.1 and serve in a daemon thread."""
         handler = type("Handler", (_Handler,), {"standin": self})
+        self._stopping.clear()
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}{self.prefix}"
@@ -61,6 +75,7 @@ class StandIn:
 
     def stop(self) -> None:
         """Stop serving and release the port."""
+        self._stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -96,7 +111,7 @@ class StandIn:
         raise NotImplementedError
 
     def scripted_answer(self, item: Any, request: dict[str, Any]) -> Answer:
-        """The answer for one scripted item other than "reset" and ("sleep", s)."""
+        """The answer for one scripted item other than "reset", ("sleep", s), ("trickle", ...)."""
         status, headers, body = item
         return status, headers, body
 
@@ -151,8 +166,12 @@ class _Handler(BaseHTTPRequestHandler):
         with standin._lock:
             standin.requests.append(request)
         item = standin._scripted(parts.path)
+        pace, piece = standin.trickle, 1
         if item is not None and item[0] == "sleep":
             time.sleep(item[1])
+            item = None
+        elif item is not None and item[0] == "trickle":
+            pace, piece = item[1], (*item[2:], 1)[0]
             item = None
         kind = None if item is not None else standin._fault(parts.path)
         if standin.log is not None:
@@ -184,20 +203,33 @@ class _Handler(BaseHTTPRequestHandler):
             except UnicodeEncodeError:  # lone surrogates: valid JSON only as \u escapes
                 data = json.dumps(rendered).encode()
         headers = {**standin.headers(request), **extra}
-        # A scripted Content-Length may lie about the body; closing after it keeps the lie to
-        # this one answer instead of leaving stray bytes for the next request to read.
-        headers.setdefault("Content-Length", str(len(data)))
-        if headers["Content-Length"] != str(len(data)):
-            self.close_connection = True
+        chunked = headers.get("Transfer-Encoding") == "chunked"
+        if not chunked:
+            # A scripted Content-Length may lie about the body; closing after it keeps the lie
+            # to this one answer instead of leaving stray bytes for the next request to read.
+            headers.setdefault("Content-Length", str(len(data)))
+            if headers["Content-Length"] != str(len(data)):
+                self.close_connection = True
         try:
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            self._write(data, pace, piece if pace else 2**16, chunked)
         except (BrokenPipeError, ConnectionResetError):
             # The client gave up first (a timeout test); there is no one left to answer.
             self.close_connection = True
+
+    def _write(self, data: bytes, pace: float, piece: int, chunked: bool) -> None:
+        """The body, `piece` bytes at a time with `pace` seconds before each, maybe chunked."""
+        for start in range(0, len(data), piece):
+            if pace and self.standin._stopping.wait(pace):
+                self.close_connection = True  # the stand-in stops: the rest never comes
+                return
+            part = data[start : start + piece]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
 
     def _reset(self) -> None:
         # SO_LINGER 0 makes close() send RST: the client sees a reset, not a clean EOF.
@@ -256,8 +288,9 @@ class GitHubStandIn(StandIn):
         port: int = 0,
         fault_rate: float = 0.0,
         seed: int = 0,
+        trickle: float = 0.0,
     ) -> None:
-        super().__init__(port=port, fault_rate=fault_rate, seed=seed)
+        super().__init__(port=port, fault_rate=fault_rate, seed=seed, trickle=trickle)
         self.data_dir = Path(data_dir)
         self.token = token
         # resource -> [limit, window seconds, used, reset epoch], as GitHub counts per hour/minute

@@ -240,8 +240,9 @@ class LLMStandIn(StandIn):
         fault_rate: float = 0.0,
         seed: int = 0,
         flavour: str = "openai",
+        trickle: float = 0.0,
     ) -> None:
-        super().__init__(port=port, fault_rate=fault_rate, seed=seed)
+        super().__init__(port=port, fault_rate=fault_rate, seed=seed, trickle=trickle)
         self.api_key = api_key
         self.latency = latency
         self.responder = responder or default_responder

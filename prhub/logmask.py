@@ -1,0 +1,47 @@
+"""Log lines without credentials, whichever library wrote them: prhub, openai, httpx, urllib3."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import IO
+
+from prhub.config import shown_url
+
+# A URL up to the first character that cannot be part of one in a log line.
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+# A key-like name, then "=" or ":" (as in a query, a header or a dict's repr), then its value.
+_PAIR = re.compile(
+    r"(?i)(?<![\w-])((?:x-)?api[-_]?key|(?:access|auth|refresh|id)[-_]?token|token|secret|"
+    r"client[-_]?secret|password|passwd|pwd|sig|signature|credentials?|key)"
+    r"(['\"]?\s*[:=]\s*['\"]?)([^\s'\"&,;)}\]]+)"
+)
+
+
+def mask(text: str) -> str:
+    """`text` with each URL shown as config.shown_url shows it and key-like values masked."""
+    text = _URL.sub(lambda m: shown_url(m.group()) or m.group(), text)
+    return _PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+
+
+class MaskFilter(logging.Filter):
+    """Masks each record's message, its arguments and its traceback text, in place."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its format: logging reports it
+            return True
+        record.msg, record.args = mask(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = mask(record.exc_text)
+        return True
+
+
+def handler(stream: IO[str]) -> logging.Handler:
+    """A handler writing to `stream` whose lines show no credentials."""
+    out = logging.StreamHandler(stream)
+    out.addFilter(MaskFilter())
+    return out
