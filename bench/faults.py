@@ -195,10 +195,11 @@ def hostile(tmp: Path) -> None:
         sys.exit(f"the good run failed ({code}): {last}")
     good = out.read_bytes()
     print(
-        f"hostile endpoints ({' '.join(WEEK[1::2])}; PRHUB_TIMEOUT=3, 2 attempts), each over a "
-        f"good report of {prs(out)} PRs written in {seconds:.1f} s:"
+        f"hostile endpoints, `prhub weekly` of the fixture week acme/rocket 2026-W31 with "
+        f"PRHUB_TIMEOUT=3 and 2 attempts, each over a good report of {prs(out)} PRs "
+        f"({seconds:.1f} s to write):"
     )
-    print(f"  {'case':<34} {'exit':>4} {'seconds':>7} {'PRs':>4}  earlier report")
+    print(f"  {'case':<34} {'exit':>4} {'seconds':>7} {'PRs in report':>13}  earlier report")
     for name, gh_options, llm_options, script in HOSTILE:
         out.write_bytes(good)
         with (
@@ -219,7 +220,7 @@ def hostile(tmp: Path) -> None:
             bugs = github.errors + other.errors + llm.errors
             strays = len(other.requests)
         kept = "kept" if out.read_bytes() == good else "replaced"
-        print(f"  {name:<34} {code:>4} {seconds:>7.1f} {prs(out):>4}  {kept}")
+        print(f"  {name:<34} {code:>4} {seconds:>7.1f} {prs(out):>13}  {kept}")
         if code:
             print(f"    {last}")
         if strays or bugs:

@@ -152,7 +152,7 @@ def summarize(
         from prhub import pipeline, progress  # heavy SDKs load only when a command runs
 
         if dry_run:
-            with pipeline.Run(settings, "dry-run", need_llm=False) as run:
+            with pipeline.Run(settings, "dry-run") as run:
                 plan = run.dry_run_pr(pr)
             pipeline.publish_dry_run(progress.dry_run_text(plan, settings), out)
             return
@@ -191,7 +191,7 @@ def weekly(
             w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
             with (
                 progress.Display(options["quiet"]) as display,
-                pipeline.Run(settings, "dry-run", progress=display, need_llm=False) as run,
+                pipeline.Run(settings, "dry-run", progress=display) as run,
             ):
                 plan = run.dry_run_week(w)
             text = progress.dry_run_text(plan, settings)

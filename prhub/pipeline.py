@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
 from dataclasses import dataclass, field
@@ -78,14 +79,13 @@ class Run:
         llm: LLM | None = None,
         store: Store | None = None,
         progress: Progress | None = None,
-        need_llm: bool = True,
     ) -> None:
         self.settings = settings
         self.command = command
         self.stats = RunStats()
         self.progress: Progress = progress or (lambda *_: None)
         self._clients = (source, llm, store)
-        self._need_llm = need_llm
+        self._llm_lock = threading.Lock()
         self._retries = retry.RetryCounter()
         self._owned = ExitStack()
         self._run_id = 0
@@ -99,10 +99,6 @@ class Run:
         with ExitStack() as opening:
             if store is None:
                 store = opening.enter_context(closing(Store(self.settings.store)))
-            if self._need_llm and llm is None:  # before GitHub: a missing key fails first
-                llm = opening.enter_context(
-                    closing(LLM(self.settings, counter=self._retries, mode=self._mode(store)))
-                )
             if source is None:
                 source = opening.enter_context(
                     closing(GitHubSource(self.settings, counter=self._retries))
@@ -161,9 +157,16 @@ class Run:
             )
 
     def _need(self) -> LLM:
-        if self.llm is None:
-            raise RuntimeError("this run was opened without an LLM client")
-        return self.llm
+        """The LLM client, made at the first call that needs one: a run the store can serve
+        whole needs no API key."""
+        with self._llm_lock:
+            if self.llm is None:
+                mode = self._mode(self.store)
+                self.llm = self._owned.enter_context(
+                    closing(LLM(self.settings, counter=self._retries, mode=mode))
+                )
+                self._spent, self._started_mode = Usage(), self.llm.mode
+            return self.llm
 
     def summarize(self, number: int) -> PRDigest:
         """One merged PR's digest, reusing one made before from the same inputs."""
@@ -262,7 +265,7 @@ class Run:
 
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
         """Digests every PR merged in the window, computes its facts, writes the narrative."""
-        settings, llm = self.settings, self._need()
+        settings = self.settings
         fetched, failed = self.fetch_window(w)
         # Biggest first: a PR that needs several calls should not be the last one started.
         order = sorted(fetched, key=lambda n: -(fetched[n].additions + fetched[n].deletions))
@@ -283,7 +286,9 @@ class Run:
             key = narrative_key(facts, ordered, settings)
             kept = None if settings.refresh else self.store.narrative(key)
             if kept is None:
-                narrative, call_usage, dropped = narrate.narrate(facts, ordered, settings, llm)
+                narrative, call_usage, dropped = narrate.narrate(
+                    facts, ordered, settings, self._need()
+                )
                 usage += call_usage
                 self.store.save_narrative(key, narrative, dropped)
             else:

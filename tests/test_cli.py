@@ -171,11 +171,20 @@ def test_bad_github_token(env: dict[str, str | None]) -> None:
     assert_fails(summarize({**env, "GITHUB_TOKEN": "ghp_wrong"}), 4, "GITHUB_TOKEN")
 
 
-def test_missing_api_key_fails_before_any_github_request(
-    env: dict[str, str | None], github: GitHubStandIn
+def test_missing_api_key_fails_before_any_llm_request(
+    env: dict[str, str | None], github: GitHubStandIn, llm: LLMStandIn
 ) -> None:
     assert_fails(summarize({**env, "OPENAI_API_KEY": None}), 3, "OPENAI_API_KEY")
-    assert github.requests == []
+    assert llm.requests == []
+
+
+def test_a_stored_digest_needs_no_api_key(env: dict[str, str | None], llm: LLMStandIn) -> None:
+    first = summarize(env)
+    assert_ok(first)
+    calls = len(llm.bodies)
+    again = summarize({**env, "OPENAI_API_KEY": None})
+    assert_ok(again)
+    assert again.stdout == first.stdout and len(llm.bodies) == calls
 
 
 def test_unreachable_llm(env: dict[str, str | None], llm: LLMStandIn) -> None:

@@ -378,3 +378,13 @@ def test_two_runs_on_one_store_pay_for_each_digest_once(github, tmp_path):
         asked = [int(re.search(r"PR #(\d+)", prompt_text(b)).group(1)) for b in server.bodies]
         assert sorted(asked) == sorted(set(asked))  # no PR digested twice
         assert reports[0].digests == reports[1].digests
+
+
+def test_a_week_the_store_serves_whole_needs_no_api_key(github, smart_llm, tmp_path):
+    config = settings(github, smart_llm, tmp_path)
+    first = pipeline.weekly(config, year=2026, week=31)
+    calls = len(smart_llm.bodies)
+    keyless = config.model_copy(update={"openai_api_key": None})
+    again = pipeline.weekly(keyless, year=2026, week=31)
+    assert again.digests == first.digests and again.narrative == first.narrative
+    assert len(smart_llm.bodies) == calls
