@@ -7,6 +7,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time, timedelta
+from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from prhub import paths
@@ -85,6 +86,15 @@ def last_complete_week(now: datetime, tz: str) -> tuple[int, int]:
     return iso.year, iso.week
 
 
+class Window(NamedTuple):
+    """The time a weekly run covers: [start, end), its ISO year and week (None for dates)."""
+
+    start: datetime
+    end: datetime
+    year: int
+    week: int | None
+
+
 def window(
     tz: str,
     *,
@@ -93,7 +103,7 @@ def window(
     since: str | None = None,
     until: str | None = None,
     now: datetime | None = None,
-) -> tuple[datetime, datetime, int, int | None]:
+) -> Window:
     """The [start, end) window a weekly run covers, with its year and ISO week (None for dates)."""
     zone = _zone(tz)
     now = now or datetime.now(UTC)
@@ -106,7 +116,7 @@ def window(
             raise ConfigError("--until needs --since too")
         if end <= start:
             raise ConfigError(f"--until ({until}) must come after --since ({since})")
-        return start, end, start.astimezone(zone).year, None
+        return Window(start, end, start.astimezone(zone).year, None)
     if week is None:
         if year is not None:
             raise ConfigError("--year needs --week (without both: the last complete week)")
@@ -116,7 +126,7 @@ def window(
     start, end = week_window(year, week, tz)
     if start > now:
         raise ConfigError(f"week {week} of {year} has not started yet ({tz})")
-    return start, end, year, week
+    return Window(start, end, year, week)
 
 
 def _moment(text: str, zone: ZoneInfo, flag: str, end_of_day: bool = False) -> datetime:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from prhub.config import version
 from prhub.errors import ConfigError, OutputError
 
 WORKFLOW = Path(".github") / "workflows" / "prhub-weekly.yml"
 # The workflow's pip requirement for prhub, as it appears there: a JSON string is valid YAML.
-INSTALL_PLACEHOLDER = "prhub @ git+https://github.com/your-org/prhub@v0.1.0"
+# It pins the release the file ships with; `init_ci` writes the running version's.
+INSTALL_PLACEHOLDER = "prhub==0.1.0"
+_ARCHIVES = (".whl", ".tar.gz", ".zip")
 
 
 def example_dir() -> Path:
@@ -25,18 +28,52 @@ def workflow_text() -> str:
     return (example_dir() / "weekly-digest.yml").read_text(encoding="utf-8")
 
 
-def init_ci(target: Path, *, repo_install: str | None = None, force: bool = False) -> Path:
+def requirement(install: str | None = None) -> str:
+    """The pip requirement for prhub: this version from the package index, or `install`.
+
+    A bare URL becomes a direct reference: a git repository (`https://host/org/prhub@v0.2`, with
+    or without `git+`) or an archive (`https://host/prhub-0.2-py3-none-any.whl`).
+    """
+    if not install:
+        return f"prhub=={version()}"
+    if "://" not in install or " @ " in install:
+        return install  # already a requirement: prhub==0.2, prhub @ git+https://...
+    if install.startswith("git+") or install.endswith(_ARCHIVES):
+        return f"prhub @ {install}"
+    return f"prhub @ git+{install}"
+
+
+def init_ci(target: Path, *, install: str | None = None, force: bool = False) -> Path:
     """Writes the workflow to `target`/.github/workflows/prhub-weekly.yml and returns that path."""
+    if not target.is_dir():
+        what = "is not a directory" if target.exists() else "does not exist"
+        raise ConfigError(f"{target} {what}: give the checkout of the repository to add it to")
     path = target / WORKFLOW
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists: pass --force to overwrite it")
-    text = workflow_text()
-    if repo_install is not None:
-        placeholder = json.dumps(INSTALL_PLACEHOLDER)
-        text = text.replace(placeholder, json.dumps(repo_install, ensure_ascii=False), 1)
+    placeholder = json.dumps(INSTALL_PLACEHOLDER)
+    chosen = json.dumps(requirement(install), ensure_ascii=False)
+    text = workflow_text().replace(placeholder, chosen, 1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
+
+
+def next_steps(path: Path, install: str | None = None) -> str:
+    """What to do after `init_ci`: where prhub comes from, what to set, then commit."""
+    chosen = requirement(install)
+    source = "from the package index" if chosen.startswith("prhub==") else "as given"
+    return (
+        f"wrote {path}\n"
+        f"It installs {chosen} ({source}); to install from elsewhere, edit PRHUB_INSTALL in it\n"
+        "or rerun with --force --install GIT_URL.\n"
+        "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
+        "  secret    OPENAI_API_KEY    the key of your OpenAI-compatible endpoint (required)\n"
+        "  variable  OPENAI_BASE_URL   e.g. https://api.deepseek.com/v1 (unset: OpenAI)\n"
+        "  variable  PRHUB_MODEL       e.g. deepseek-chat (unset: gpt-4o-mini)\n"
+        "Then commit and push the file. It runs every Monday at 09:00 Beijing time, or by hand\n"
+        'from the Actions tab ("Run workflow").\n'
+    )

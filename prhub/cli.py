@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 import os
@@ -14,20 +15,89 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from prhub.config import Settings, load_settings
+from prhub.config import Settings, load_settings, notices, version
 from prhub.errors import Interrupted, PrhubError
 
+
+def _switches_untyped(params: list[Any]) -> list[Any]:
+    """Help shows `--dry-run`, not `--dry-run <bool>`: a switch takes no value."""
+    for param in params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    return params
+
+
+def _closer_guesses(exc: Exception, params: list[Any]) -> None:
+    """An unknown option's guesses: names close without their dashes, or a prefix either way.
+
+    Click compares `--bogus` with `--jobs` dashes included, which makes unrelated names close.
+    """
+    typo = getattr(exc, "option_name", None)
+    if type(exc).__name__ != "NoSuchOption" or not isinstance(typo, str):
+        return
+    names = [o for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+    bare = typo.lstrip("-")
+    close = difflib.get_close_matches(bare, [n[2:] for n in names], n=3, cutoff=0.7)
+    # --rep for --repo, --output for --out
+    prefixed = [
+        n[2:]
+        for n in names
+        if min(len(bare), len(n) - 2) >= 3 and (n[2:].startswith(bare) or bare.startswith(n[2:]))
+    ]
+    exc.possibilities = ["--" + n for n in dict.fromkeys([*close, *prefixed])]  # type: ignore[attr-defined]
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _switches_untyped(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            _closer_guesses(exc, self.get_params(ctx))
+            raise
+
+
+class _Group(TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _switches_untyped(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            _closer_guesses(exc, self.get_params(ctx))
+            raise
+
+
 app = typer.Typer(
+    cls=_Group,
     help="Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode="rich",  # help texts escape their brackets: \[default: 4]
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"prhub {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main() -> None:
+def _main(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="print the version and exit", is_eager=True, callback=_show_version
+        ),
+    ] = False,
+) -> None:
     """Chinese digests of merged GitHub pull requests: one per PR, one per ISO week."""
 
 
@@ -48,6 +118,19 @@ DryRunFlag = Annotated[
 ]
 
 
+def _text(text: str, default: Any = None) -> str:
+    """Help text with its default; rich markup would take an unescaped [...] for a style."""
+    if default is None:
+        return text
+    shown = str(default).replace("[", r"\[")
+    return rf"{text} \[default: {shown}]"
+
+
+def _setting(name: str) -> Any:
+    """A setting's built-in default, for help texts."""
+    return Settings.model_fields[name].default
+
+
 # Options every digesting command takes, and those of the commands that cover a week. They are
 # written once here and added to each command's signature by `_with`.
 def _opt(kind: Any, *flags: str, text: str, default: Any = None) -> tuple[Any, Any]:
@@ -59,27 +142,53 @@ def _opt(kind: Any, *flags: str, text: str, default: Any = None) -> tuple[Any, A
 
 SHARED = {
     "repo": _opt(str, "--repo", text="owner/name (env PRHUB_REPO)"),
-    "github_url": _opt(str, "--github-url", text="GitHub API base URL (env GITHUB_API_URL)"),
-    "model": _opt(str, "--model", text="model name (env PRHUB_MODEL)"),
-    "response_mode": _opt(
-        ResponseMode, "--response-mode", text="structured output the endpoint supports"
+    "github_url": _opt(
+        str,
+        "--github-url",
+        text=_text("GitHub API URL (env GITHUB_API_URL)", _setting("github_url")),
     ),
-    "input_budget": _opt(int, "--input-budget", text="prompt tokens per call (24000)"),
-    "max_calls": _opt(int, "--max-calls", text="map calls for a PR too big for one call"),
-    "store": _opt(Path, "--store", text="SQLite store (env PRHUB_STORE)"),
+    "model": _opt(str, "--model", text=_text("model name (env PRHUB_MODEL)", _setting("model"))),
+    "response_mode": _opt(
+        ResponseMode,
+        "--response-mode",
+        text=_text("structured output the endpoint supports", _setting("response_mode")),
+    ),
+    "input_budget": _opt(
+        int, "--input-budget", text=_text("prompt tokens per call", _setting("input_budget"))
+    ),
+    "max_calls": _opt(
+        int, "--max-calls", text=_text("map calls for a PR too big for one", _setting("max_calls"))
+    ),
+    "store": _opt(
+        Path,
+        "--store",
+        text=_text("SQLite store (env PRHUB_STORE)", "prhub.db in the user data dir"),
+    ),
     "refresh": _opt(bool, "--refresh", text="refetch and resummarise everything", default=False),
-    "config": _opt(Path, "--config", text="config file (./prhub.toml or pyproject.toml)"),
+    "config": _opt(
+        Path,
+        "--config",
+        text=_text(
+            "config file (env PRHUB_CONFIG)", "./prhub.toml, else ./pyproject.toml [tool.prhub]"
+        ),
+    ),
     "prompt_dir": _opt(Path, "--prompt-dir", text="your own prompt versions, tried first"),
-    "quiet": _opt(bool, "--quiet", "-q", text="no progress, no summary", default=False),
+    "quiet": _opt(
+        bool,
+        "--quiet",
+        "-q",
+        text="no progress, no summary; a weekly still prints its path",
+        default=False,
+    ),
     "verbose": _opt(bool, "--verbose", "-v", text="log each request and retry", default=False),
 }
 WEEK = {
-    "week": _opt(int, "--week", text="ISO week (default: the last complete one)"),
-    "year": _opt(int, "--year", text="ISO year (default: this year)"),
-    "since": _opt(str, "--since", text="start date (instead of --week)"),
-    "until": _opt(str, "--until", text="last date, inclusive"),
-    "tz": _opt(str, "--tz", text="timezone of the week (Asia/Shanghai)"),
-    "jobs": _opt(int, "--jobs", text="PRs summarised at once (4)"),
+    "week": _opt(int, "--week", text=_text("ISO week", "the last complete week")),
+    "year": _opt(int, "--year", text=_text("ISO year of --week", "the current one")),
+    "since": _opt(str, "--since", text="first date, instead of --week"),
+    "until": _opt(str, "--until", text=_text("last date, inclusive", "now")),
+    "tz": _opt(str, "--tz", text=_text("timezone of the week (env PRHUB_TZ)", _setting("tz"))),
+    "jobs": _opt(int, "--jobs", text=_text("PRs summarised at once", _setting("jobs"))),
 }
 # The options that are settings (the rest choose what a run does, not how).
 SETTING_FLAGS = (
@@ -133,7 +242,13 @@ def _fail(exc: PrhubError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
-@app.command()
+def _warn(settings: Settings) -> None:
+    """Says before a run what in its settings will cost the user (quiet or not)."""
+    for line in notices(settings):
+        typer.echo(f"prhub: {line}", err=True)
+
+
+@app.command(cls=_Command)
 @_with(SHARED)
 def summarize(
     pr: Annotated[int, typer.Option("--pr", help="number of the merged PR", show_default=False)],
@@ -142,19 +257,22 @@ def summarize(
     ] = False,
     dry_run: DryRunFlag = False,
     fmt: Fmt = Format.markdown,
-    out: Annotated[Path | None, typer.Option("--out", help="write to this file")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help=_text("write to this file", "stdout"))
+    ] = None,
     **options: Any,
 ) -> None:
     """Digest one merged PR in Chinese: title, reading verdict, advice, risks."""
     started = time.monotonic()
     try:
         settings = _settings({**options, "allow_unmerged": allow_unmerged})
+        _warn(settings)
         from prhub import pipeline, progress  # heavy SDKs load only when a command runs
 
         if dry_run:
             with pipeline.Run(settings, "dry-run") as run:
                 plan = run.dry_run_pr(pr)
-            pipeline.publish_dry_run(progress.dry_run_text(plan, settings), out)
+            pipeline.write(progress.dry_run_text(plan, settings), out)
             return
         run, done = pipeline.Run(settings, "summarize"), False
         try:
@@ -171,20 +289,23 @@ def summarize(
         _fail(exc)
 
 
-@app.command()
+@app.command(cls=_Command)
 @_with(WEEK, SHARED)
 def weekly(
     dry_run: DryRunFlag = False,
     fmt: Fmt = Format.markdown,
     out: Annotated[
         str | None,
-        typer.Option("--out", help="file, or - for stdout [reports/OWNER/REPO/YEAR-WNN.md]"),
+        typer.Option(
+            "--out", help=_text("file, or - for stdout", "YEAR-WNN.md in reports/OWNER/REPO")
+        ),
     ] = None,
     **options: Any,
 ) -> None:
     """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs."""
     try:
         settings = _settings(options)
+        _warn(settings)
         from prhub import pipeline, progress
 
         if dry_run:
@@ -195,23 +316,26 @@ def weekly(
             ):
                 plan = run.dry_run_week(w)
             text = progress.dry_run_text(plan, settings)
-            pipeline.publish_dry_run(text, None if out in (None, "-") else Path(out))
+            pipeline.write(text, None if out in (None, "-") else Path(out))
             return
         _week("weekly", settings, options, lambda r: pipeline.publish_weekly(r, fmt.value, out))
     except PrhubError as exc:
         _fail(exc)
 
 
-@app.command()
+@app.command(cls=_Command)
 @_with(WEEK, SHARED)
 def labels(
     tag: Annotated[str | None, typer.Option("--tag", help="only this tag")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="write to this file")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help=_text("write to this file", "stdout"))
+    ] = None,
     **options: Any,
 ) -> None:
     """Show the week's digests grouped by tag (module, type, label)."""
     try:
         settings = _settings(options)
+        _warn(settings)
         from prhub import pipeline
 
         _week("labels", settings, options, lambda r: pipeline.publish_labels(r, tag, settings, out))
@@ -233,7 +357,9 @@ def _week(
         with display, run:
             report = run.weekly(w, narrate_week=command == "weekly")
         written = publish(report)
-        if written is not None:
+        if written is not None and options["quiet"]:
+            typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
+        elif written is not None:
             display.line(f"wrote {written}")
         done = True
     finally:
@@ -242,40 +368,57 @@ def _week(
     pipeline.fail_partly(report)
 
 
-@app.command("config")
+class ConfigFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command("config", cls=_Command)
 @_with({n: SHARED[n] for n in ("repo", "config")})
-def show_config(**options: Any) -> None:
-    """Print the effective settings and where the config file is; secrets are masked."""
-    from prhub.config import describe
+def show_config(
+    fmt: Annotated[ConfigFormat, typer.Option("--format", help="text, or json for scripts")] = (
+        ConfigFormat.text
+    ),
+    **options: Any,
+) -> None:
+    """Print every effective setting and where it came from; secrets are masked."""
+    from prhub.config import describe, describe_json
 
     try:
         settings = _settings(options)
     except PrhubError as exc:
         _fail(exc)
-    source = settings.config_file or "none (flags, environment and defaults only)"
-    typer.echo(f"config file: {source}")
-    for name, value in describe(settings):
-        typer.echo(f"{name} = {value}")
+    if fmt is ConfigFormat.json:
+        typer.echo(describe_json(settings))
+        return
+    for row in describe(settings):
+        typer.echo(row.text())
 
 
-@app.command()
+@app.command(cls=_Command)
 @_with({"prompt_dir": SHARED["prompt_dir"]})
 def prompts(**options: Any) -> None:
     """List the prompt templates and their versions; the latest is used."""
     from prhub import pipeline
 
     try:
-        for line in pipeline.prompt_listing(options["prompt_dir"]):
+        for line in pipeline.listing(options["prompt_dir"]):
             typer.echo(line)
     except PrhubError as exc:
         _fail(exc)
 
 
-@app.command("init-ci")
+@app.command("init-ci", cls=_Command)
 def init_ci(
-    path: Annotated[Path, typer.Argument(help="the repository to add the workflow to")] = Path("."),
+    path: Annotated[
+        Path, typer.Argument(help="the repository checkout to add the workflow to")
+    ] = Path("."),
     install: Annotated[
-        str | None, typer.Option("--install", help="pip requirement that installs prhub")
+        str | None,
+        typer.Option(
+            "--install",
+            help=_text("git URL or pip requirement that installs prhub", "this version from PyPI"),
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
 ) -> None:
@@ -283,10 +426,10 @@ def init_ci(
     from prhub import ci
 
     try:
-        written = ci.init_ci(path, repo_install=install, force=force)
+        written = ci.init_ci(path, install=install, force=force)
     except PrhubError as exc:
         _fail(exc)
-    typer.echo(f"wrote {written}: set the OPENAI_API_KEY secret, then commit it")
+    typer.echo(ci.next_steps(written, install), nl=False)
 
 
 def main() -> None:

@@ -8,14 +8,16 @@ The config file is --config PATH, else $PRHUB_CONFIG, else ./prhub.toml, else [t
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -96,6 +98,8 @@ class Settings(BaseModel):
     tags: dict[str, str] = {}
     prices: dict[str, tuple[float, float]] = {}
     config_file: Path | None = None  # where file settings came from, for `prhub config`
+    # Where each value that is not a default came from ("env PRHUB_JOBS"), for `prhub config`.
+    sources: dict[str, str] = {}
 
     @field_validator("repo")
     @classmethod
@@ -113,14 +117,14 @@ class Settings(BaseModel):
     @classmethod
     def _positive(cls, value: int) -> int:
         if value < 1:
-            raise ValueError("must be at least 1")
+            raise ValueError(f"must be at least 1, got {value}")
         return value
 
     @field_validator("timeout", "max_retry_wait", "max_retry_time", "retry_base_wait")
     @classmethod
     def _above_zero(cls, value: float) -> float:
         if value <= 0:
-            raise ValueError("must be more than 0")
+            raise ValueError(f"must be more than 0, got {value:g}")
         return value
 
     @field_validator("tz")
@@ -222,31 +226,129 @@ class _File(BaseModel):
     noise_globs: list[str] | None = None
 
 
-def _file_values(data: dict[str, Any], repo: str | None, path: Path) -> dict[str, Any]:
-    """A config file's values for `repo`: its top level, then that repository's section."""
-    top = _shaped(data, path, "")
+# The keys a config file may set: every setting but secrets, switches for one run, provenance.
+FILE_KEYS = tuple(
+    name for name in Settings.model_fields if name not in (*SECRETS, *PER_RUN, "sources")
+)
+
+
+def toml_key(name: str) -> str:
+    """A TOML key as a file spells it: bare when it can be, else quoted."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
+
+
+def _table(path: Path, keys: Sequence[str]) -> str:
+    """A config file and a table in it as TOML spells it: `prhub.toml [repos."o/r"]`."""
+    keys = [*(("tool", "prhub") if path.name == "pyproject.toml" else ()), *keys]
+    return f"{path} [{'.'.join(map(toml_key, keys))}]" if keys else str(path)
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where one setting's value came from: a flag, a variable or a table of a config file."""
+
+    kind: Literal["flag", "env", "file"]
+    name: str = ""  # the flag or the variable
+    path: Path = Path()
+    table: tuple[str, ...] = ()  # () for a file's top level, ("repos", "o/r") for a section
+
+    def where(self, loc: Sequence[str | int]) -> str:
+        """How an error names the value at `loc`: `--jobs`, `PRHUB_JOBS`, `F [repos."o/r"] jobs`."""
+        if self.kind != "file":
+            return self.name
+        keys = [str(k) for k in loc if not isinstance(k, int)]
+        return f"{_table(self.path, (*self.table, *keys[:-1]))} {toml_key(keys[-1])}"
+
+    def label(self, *table: str) -> str:
+        """How `prhub config` names it: `flag --jobs`, `env PRHUB_JOBS`, `file F [repos."o/r"]`."""
+        if self.kind != "file":
+            return f"{self.kind} {self.name}"
+        return f"file {_table(self.path, (*self.table, *table))}"
+
+
+def _unknown(key: str, known: Sequence[str], what: str = "setting") -> str:
+    """What to say about a key no one reads: the closest known one, else where to look."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        return f"no such {what}; did you mean {close[0]}?"
+    if len(known) <= 5:
+        return f"no such {what}; known: {', '.join(known)}"
+    return f"no such {what}; `prhub config` lists them all"
+
+
+# What a value that failed to parse should have been, by pydantic's error type.
+_EXPECTED = {
+    **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "a whole number"),
+    **dict.fromkeys(("float_parsing", "float_type"), "a number"),
+    **dict.fromkeys(("bool_parsing", "bool_type"), "true or false"),
+    **dict.fromkeys(("list_type", "tuple_type"), "a list"),
+    **{"string_type": "text", "dict_type": "a table"},
+}
+
+
+def _problem(err: Any) -> str:
+    """One pydantic error in prhub's words, with the value that caused it."""
+    kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    if kind == "value_error" and "error" in ctx:
+        return str(ctx["error"])
+    if kind == "extra_forbidden":  # only a price's table forbids extra keys
+        return _unknown(str(err["loc"][-1]), list(_Price.model_fields), "key")
+    if kind == "missing":
+        return "missing"
+    if kind == "literal_error":
+        return f"must be {ctx['expected']}, got {value!r}"
+    if kind in _EXPECTED:
+        return f"must be {_EXPECTED[kind]}, got {value!r}"
+    return f"{err['msg'][:1].lower()}{err['msg'][1:]}, got {value!r}"
+
+
+def _file_values(
+    data: dict[str, Any], repo: str | None, path: Path
+) -> tuple[dict[str, Any], dict[str, _Origin]]:
+    """A config file's values for `repo` and their tables: its top level, then that section."""
+    top = _shaped(data, _Origin("file", path=path))
+    repos = data.get("repos") or {}
+    for name, section in repos.items():  # a typo is refused in every section, used or not
+        _check_keys(section, _Origin("file", path=path, table=("repos", name)))
     name = repo or top.get("repo") or ""
-    repos = data.get("repos")
-    section = repos.get(name, {}) if isinstance(repos, dict) else {}
-    if not isinstance(section, dict):
-        raise ConfigError(f'{path}: repos."{name}" must be a table')
-    return {**top, **_shaped(section, path, f'repos."{name}".')}
+    origin = _Origin("file", path=path, table=("repos", name))
+    section = _shaped(repos[name], origin) if name in repos else {}
+    origins = {key: _Origin("file", path=path) for key in top}
+    origins.update((key, origin) for key in section)
+    return {**top, **section}, origins
 
 
-def _shaped(data: dict[str, Any], path: Path, where: str) -> dict[str, Any]:
-    """One level of a config file checked for shape, prices and globs in Settings' types."""
+def _check_keys(data: dict[str, Any], origin: _Origin) -> None:
+    """Refuses a key that is no setting, naming the closest one."""
+    known = FILE_KEYS if origin.table else (*FILE_KEYS, "repos")
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"{origin.where([key])}: {_unknown(key, known)}")
+
+
+def _shaped(data: dict[str, Any], origin: _Origin) -> dict[str, Any]:
+    """One table of a config file checked for its keys, prices and globs in Settings' types."""
+    _check_keys(data, origin)
     try:
         shape = _File.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"])
-        raise ConfigError(f"{path}: {where}{loc}: {err['msg']}") from None
+        raise ConfigError(f"{origin.where(err['loc'])}: {_problem(err)}") from None
     values = {k: v for k, v in data.items() if k not in ("repos", "prices", "noise_globs")}
     if shape.prices:
         values["prices"] = {m: (p.input, p.output) for m, p in shape.prices.items()}
     if shape.noise_globs is not None:
         values["noise_globs"] = tuple(shape.noise_globs)
     return values
+
+
+def _config_source(explicit: Path | None, env: Mapping[str, str], path: Path) -> str:
+    """How the config file in use was found."""
+    if explicit:
+        return "flag --config"
+    if env.get("PRHUB_CONFIG"):
+        return "env PRHUB_CONFIG"
+    return f"found in {path.parent}"
 
 
 def load_settings(
@@ -261,34 +363,158 @@ def load_settings(
     from_env = {key: env[name] for key, name in ENV.items() if env.get(name)}
     path = find_config(config, env, cwd or Path.cwd())
     values: dict[str, Any] = {}
+    origins: dict[str, _Origin] = {}
+    sources: dict[str, str] = {}
     data = read_config(path) if path else {}
     if path and data:
         repo = flags.get("repo") or from_env.get("repo")
-        values = {**_file_values(data, repo, path), "config_file": path}
+        values, origins = _file_values(data, repo, path)
+        values["config_file"] = path
+        sources["config_file"] = _config_source(config, env, path)
     values.update(from_env)
+    origins.update((key, _Origin("env", ENV[key])) for key in from_env)
     values.update(flags)
+    origins.update((key, _Origin("flag", "--" + key.replace("_", "-"))) for key in flags)
+    sources.update((key, origin.label()) for key, origin in origins.items())
+    for table in ("tags", "prices"):  # `prhub config` shows their entries one by one
+        if table in origins:
+            entries = values[table] if isinstance(values[table], dict) else {}
+            sources.update(
+                (
+                    f"{table}.{toml_key(k)}",
+                    origins[table].label(table, *([k] if table == "prices" else [])),
+                )
+                for k in entries
+            )
     try:
-        return Settings(**values)
+        return Settings(**values, sources=sources)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = str(err["loc"][0]) if err["loc"] else "settings"
-        where = ENV.get(field, field)
-        raise ConfigError(f"invalid {field} ({where}): {err['msg']}") from None
+        loc = err["loc"] or ("settings",)
+        origin = origins.get(str(loc[0]))
+        where = origin.where(loc) if origin else ".".join(map(str, loc))
+        raise ConfigError(f"{where}: {_problem(err)}") from None
 
 
-def describe(settings: Settings) -> list[tuple[str, str]]:
-    """Every setting and its value, secrets masked, for `prhub config`."""
-    rows = []
+def default_store() -> Path:
+    """The store when none is given: prhub.db in the user data directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("prhub")) / "prhub.db"
+
+
+def version() -> str:
+    """The running prhub's version."""
+    from prhub import __version__
+
+    return __version__
+
+
+def notices(settings: Settings) -> list[str]:
+    """Warnings about a run's settings, one line each, before it starts."""
+    if settings.github_token is None:
+        return [
+            "warning: GITHUB_TOKEN is not set: reading GitHub unauthenticated, which github.com "
+            "limits to 60 requests an hour; export GITHUB_TOKEN for 5,000"
+        ]
+    return []
+
+
+class Row(NamedTuple):
+    """One line of `prhub config`: a setting, its effective value and where that came from."""
+
+    name: str
+    value: Any  # as JSON shows it; secrets masked
+    source: str
+
+    def text(self) -> str:
+        if self.name in SECRETS:
+            shown = self.value or "(not set)"
+        else:
+            shown = json.dumps(self.value, ensure_ascii=False)
+        return f"{self.name} = {shown}  # {self.source}"
+
+
+def describe(settings: Settings) -> list[Row]:
+    """Every effective value with its source, built-in defaults included, secrets masked."""
+    from prhub.model import TAG_ALIASES
+
+    sources = settings.sources
+
+    def row(name: str, value: Any) -> Row:
+        return Row(name, value, sources.get(name, "default"))
+
+    none_found = "none found (--config, PRHUB_CONFIG, ./prhub.toml, ./pyproject.toml [tool.prhub])"
+    config_file = settings.config_file
+    rows = [Row("config_file", str(config_file) if config_file else None, none_found)]
+    if config_file:
+        rows[0] = row("config_file", str(config_file))
     for name in Settings.model_fields:
         value = getattr(settings, name)
+        if name in ("config_file", "sources"):
+            continue
         if name in SECRETS:
-            shown = "(not set)" if value is None else _mask(value.get_secret_value())
-        elif name.endswith("_url"):
-            shown = json.dumps(shown_url(value) if value else value)
+            rows.append(row(name, value and _mask(value.get_secret_value())))
+        elif name == "openai_base_url":
+            rows.append(row(name, shown_url(value) or "https://api.openai.com/v1"))
+        elif name == "github_url":
+            rows.append(row(name, shown_url(value)))
+        elif name == "store":
+            rows.append(row(name, str(value or default_store())))
+        elif name == "noise_globs":
+            rows.append(row(name, list(value)))
+            rows += [Row(f"noise.{kind}", rule, "default") for kind, rule in _noise_rules()]
+        elif name == "tags":
+            tags = {**TAG_ALIASES, **value}
+            rows += [row(f"tags.{toml_key(k)}", v) for k, v in tags.items()]
+        elif name == "prices":
+            prices = {**PRICES, **value}
+            rows += [
+                row(f"prices.{toml_key(m)}", {"input": i, "output": o})
+                for m, (i, o) in prices.items()
+            ]
         else:
-            shown = json.dumps(value, default=str, ensure_ascii=False)
-        rows.append((name, shown))
+            rows.append(row(name, json.loads(json.dumps(value, default=str))))
     return rows
+
+
+def _noise_rules() -> list[tuple[str, list[str]]]:
+    """The files prhub always leaves out of prompts, as globs a user would write."""
+    from prhub import paths
+
+    def folders(names: frozenset[str]) -> list[str]:
+        return [f"**/{name}/**" for name in sorted(names)]
+
+    def endings(items: Sequence[str]) -> list[str]:
+        return [f"*{item}" for item in items]
+
+    big_json = "**/{}/**/*.json over 200 changed lines"
+    return [
+        ("lock", [*sorted(paths.LOCK_FILES), "*.lock.json", "*-lock.json", "*_lock.json"]),
+        ("vendored", folders(paths.VENDOR_DIRS)),
+        (
+            "generated",
+            [
+                *endings(paths.GENERATED_ENDINGS + paths.MINIFIED_ENDINGS),
+                "*generated*",
+                *folders(paths.GENERATED_DIRS),
+            ],
+        ),
+        ("binary_without_patch", endings([f".{e}" for e in sorted(paths.BINARY_EXTS)])),
+        (
+            "data",
+            [
+                *endings([f".{e}" for e in sorted(paths.DATA_EXTS)]),
+                *(big_json.format(d) for d in sorted(paths.DATA_DIRS)),
+            ],
+        ),
+    ]
+
+
+def describe_json(settings: Settings) -> str:
+    """`prhub config --format json`: each setting's value and source, for scripts."""
+    rows = {r.name: {"value": r.value, "source": r.source} for r in describe(settings)}
+    return json.dumps(rows, indent=2, ensure_ascii=False)
 
 
 def _mask(secret: str) -> str:

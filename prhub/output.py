@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Literal
 
 from prhub import html, render
-from prhub.errors import OutputError
+from prhub.config import Settings
+from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest, WeeklyReport, tag_name
 
 Format = Literal["markdown", "json", "html"]
@@ -122,3 +123,32 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | None) -> None:
+    """Renders a digest in `fmt` and writes it to `out` (None: stdout)."""
+    write(digest_text(d, fmt, settings.tz), out)
+
+
+def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path | None:
+    """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path."""
+    path = target(out, report_path(report, fmt))
+    write(weekly_text(report, fmt), path)
+    return path
+
+
+def publish_labels(
+    report: WeeklyReport, tag: str | None, settings: Settings, out: Path | None
+) -> None:
+    """Renders the week's digests grouped by tag and writes them to `out` (None: stdout)."""
+    write(labels_text(report, tag, settings.tags), out)
+
+
+def fail_partly(report: WeeklyReport) -> None:
+    """Raises PartialFailure (exit 12) after a report that lists PRs whose digest failed."""
+    if report.failed:
+        numbers = " ".join(f"#{f.number}" for f in report.failed)
+        raise PartialFailure(
+            f"{len(report.failed)} PR(s) failed ({numbers}); the report lists them, "
+            "rerun to retry only those"
+        )

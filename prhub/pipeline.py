@@ -7,15 +7,15 @@ from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from prhub import analyse, digest, narrate, output, retry
+from prhub.analyse import Window
 from prhub.config import Settings, shown_url
-from prhub.errors import Interrupted, PartialFailure, PrhubError, PRNotMerged, StoreError
+from prhub.errors import Interrupted, PrhubError, PRNotMerged, StoreError
 from prhub.fanout import each
-from prhub.llm import LLM, load_prompt, tasks, versions
+from prhub.llm import LLM
 from prhub.model import (
     DryRun,
     FailedPR,
@@ -27,7 +27,13 @@ from prhub.model import (
     WeeklyMeta,
     WeeklyReport,
 )
+from prhub.output import fail_partly as fail_partly
+from prhub.output import publish_digest as publish_digest
+from prhub.output import publish_labels as publish_labels
+from prhub.output import publish_weekly as publish_weekly
+from prhub.output import write as write
 from prhub.prepare.redact import scrub
+from prhub.prompt import listing as listing
 from prhub.source import GitHubSource
 from prhub.store import Store, digest_key, holder_id, narrative_key
 
@@ -49,19 +55,9 @@ class RunStats:
     unchecked: int = 0  # digests published although they still fail a content check
 
 
-@dataclass(frozen=True)
-class Window:
-    """The time a weekly run covers: [start, end), with its ISO year and week (None for dates)."""
-
-    start: datetime
-    end: datetime
-    year: int
-    week: int | None
-
-
 def window(settings: Settings, **when: Any) -> Window:
     """The window of year=/week= or since=/until= (and now=) in the configured timezone."""
-    return Window(*analyse.window(settings.tz, **when))
+    return analyse.window(settings.tz, **when)
 
 
 class Run:
@@ -384,52 +380,6 @@ def weekly(
     command = "weekly" if narrate else "labels"
     with Run(settings, command, source=source, llm=llm, store=store, progress=progress) as run:
         return run.weekly(w, narrate_week=narrate)
-
-
-def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | None) -> None:
-    """Renders a digest in `fmt` and writes it to `out` (None: stdout)."""
-    output.write(output.digest_text(d, fmt, settings.tz), out)
-
-
-def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path | None:
-    """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path."""
-    target = output.target(out, output.report_path(report, fmt))
-    output.write(output.weekly_text(report, fmt), target)
-    return target
-
-
-def publish_labels(
-    report: WeeklyReport, tag: str | None, settings: Settings, out: Path | None
-) -> None:
-    """Renders the week's digests grouped by tag and writes them to `out` (None: stdout)."""
-    output.write(output.labels_text(report, tag, settings.tags), out)
-
-
-def publish_dry_run(text: str, out: Path | None) -> None:
-    """Writes a dry run's table to `out` (None: stdout)."""
-    output.write(text, out)
-
-
-def fail_partly(report: WeeklyReport) -> None:
-    """Raises PartialFailure (exit 12) after a report that lists PRs whose digest failed."""
-    if report.failed:
-        numbers = " ".join(f"#{f.number}" for f in report.failed)
-        raise PartialFailure(
-            f"{len(report.failed)} PR(s) failed ({numbers}); the report lists them, "
-            "rerun to retry only those"
-        )
-
-
-def prompt_listing(prompt_dir: Path | None) -> list[str]:
-    """One line per prompt version: id, fingerprint, folder, and which one is used."""
-    lines = []
-    for task in tasks(prompt_dir):
-        known = versions(task, prompt_dir)
-        for version in known:
-            p = load_prompt(task, version, prompt_dir)
-            used = "  (used)" if version == known[-1] else ""
-            lines.append(f"{p.id:<22} {p.fingerprint}  {p.folder}{used}")
-    return lines
 
 
 def _endpoint(settings: Settings) -> str:

@@ -16,7 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from prhub.config import Settings, price
+from prhub.config import Settings, price, toml_key
 from prhub.model import DryRun, Usage
 
 if TYPE_CHECKING:
@@ -78,12 +78,15 @@ class Display:
 
 
 def cost(usage_in: int, usage_out: int, settings: Settings) -> str:
-    """Estimated cost from the price table, or how to get one."""
+    """Estimated cost from the price table, or what price is missing."""
     rates = price(settings)
     if rates is None:
-        return f"cost unknown (no price for {settings.model}: add [prices] to prhub.toml)"
-    dollars = (usage_in * rates[0] + usage_out * rates[1]) / 1_000_000
-    return f"≈ ${dollars:.4f} ({settings.model})"
+        return f"cost unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
+    return f"≈ ${_dollars(usage_in, usage_out, rates):.4f} ({settings.model})"
+
+
+def _dollars(usage_in: int, usage_out: int, rates: tuple[float, float]) -> float:
+    return (usage_in * rates[0] + usage_out * rates[1]) / 1_000_000
 
 
 def summary(
@@ -126,8 +129,19 @@ def dry_run_text(plan: DryRun, settings: Settings) -> str:
         "",
         f"would send {plan.calls} LLM calls, {plan.tokens_in:,} prompt tokens, "
         f"at most {plan.output_tokens_max:,} reply tokens",
-        f"estimated cost: {cost(plan.tokens_in, 0, settings)} for the prompts, "
-        f"at most {cost(plan.tokens_in, plan.output_tokens_max, settings)} "
-        "with the longest replies",
+        _estimate(plan, settings),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _estimate(plan: DryRun, settings: Settings) -> str:
+    """The dry run's cost in one sentence."""
+    rates = price(settings)
+    if rates is None:
+        return f"estimated cost: unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
+    prompts = _dollars(plan.tokens_in, 0, rates)
+    longest = _dollars(plan.tokens_in, plan.output_tokens_max, rates)
+    return (
+        f"estimated cost: ≈ ${prompts:.4f} for the prompts, at most ≈ ${longest:.4f} "
+        f"with the longest replies ({settings.model})"
+    )

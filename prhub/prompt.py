@@ -103,6 +103,18 @@ def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None =
     return Prompt(task, version, system, user, source, folder)
 
 
+def listing(prompt_dir: Path | None = None) -> list[str]:
+    """One line per prompt version: id, fingerprint, folder, and which one is used."""
+    lines = []
+    for task in tasks(prompt_dir):
+        known = versions(task, prompt_dir)
+        for version in known:
+            p = load_prompt(task, version, prompt_dir)
+            used = "  (used)" if version == known[-1] else ""
+            lines.append(f"{p.id:<22} {p.fingerprint}  {p.folder}{used}")
+    return lines
+
+
 def message_tokens(messages: list[dict[str, str]], encoding: str) -> int:
     """Prompt tokens of a chat request, as the budget counts them."""
     return count("\n".join(m["content"] for m in messages), encoding)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from prhub.config import Settings
 from prhub.errors import StoreError
 from prhub.llm import load_prompt
+from prhub.migrations import MIGRATIONS
 from prhub.model import (
     ChunkNotes,
     DigestContent,
@@ -36,77 +37,6 @@ from prhub.model import (
 B = TypeVar("B", bound=BaseModel)
 log = logging.getLogger("prhub")
 
-# Numbered migrations: the database's user_version says how many have run. Never edit one.
-# Each runs in one transaction with its version bump; statements are split at ";", so none may
-# hold a ";" inside a string.
-MIGRATIONS = [
-    """
-    CREATE TABLE pulls (
-        repo TEXT NOT NULL,
-        number INTEGER NOT NULL,
-        version TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        data TEXT NOT NULL,
-        fetched_at TEXT NOT NULL,
-        PRIMARY KEY (repo, number)
-    );
-    CREATE TABLE digests (
-        key TEXT PRIMARY KEY,
-        repo TEXT NOT NULL,
-        number INTEGER NOT NULL,
-        data TEXT NOT NULL,
-        created_at TEXT NOT NULL
-    );
-    CREATE INDEX digests_pr ON digests (repo, number);
-    """,
-    """
-    CREATE TABLE narratives (
-        key TEXT PRIMARY KEY,
-        data TEXT NOT NULL,
-        dropped INTEGER NOT NULL,
-        created_at TEXT NOT NULL
-    );
-    """,
-    """
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        command TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        counts TEXT NOT NULL DEFAULT '{}',
-        tokens_in INTEGER NOT NULL DEFAULT 0,
-        tokens_out INTEGER NOT NULL DEFAULT 0,
-        calls INTEGER NOT NULL DEFAULT 0,
-        errors TEXT NOT NULL DEFAULT '[]'
-    );
-    """,
-    """
-    CREATE TABLE reports (
-        repo TEXT NOT NULL,
-        start TEXT NOT NULL,
-        "end" TEXT NOT NULL,
-        data TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        PRIMARY KEY (repo, start, "end")
-    );
-    """,
-    """
-    CREATE TABLE endpoints (
-        base_url TEXT NOT NULL,
-        model TEXT NOT NULL,
-        mode TEXT NOT NULL,
-        learned_at TEXT NOT NULL,
-        PRIMARY KEY (base_url, model)
-    );
-    """,
-    """
-    CREATE TABLE leases (
-        key TEXT PRIMARY KEY,
-        holder TEXT NOT NULL,
-        expires_at REAL NOT NULL
-    );
-    """,
-]
 LEASE_SECONDS = 1800.0  # a holder that neither finishes nor dies in this time is taken over
 
 

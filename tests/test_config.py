@@ -166,39 +166,89 @@ def test_per_run_switches_are_refused_in_a_file(tmp_path, key):
     assert str(raised.value) == f"{path}: {key} is a switch for one run, not a file setting"
 
 
-def test_unknown_keys_are_refused(tmp_path):
+def error(tmp_path: Path, flags: dict | None = None, env: dict | None = None) -> str:
+    """The one-line message load_settings refuses these settings with."""
+    with pytest.raises(ConfigError) as raised:
+        load_settings(flags or {}, env=env or {}, cwd=tmp_path)
+    return str(raised.value)
+
+
+def test_unknown_keys_are_refused_with_the_closest_known_one(tmp_path):
+    path = toml(tmp_path, 'modle = "typo"\n')
+    assert error(tmp_path) == f"{path} modle: no such setting; did you mean model?"
+    toml(tmp_path, '[repos."o/r"]\ninput_budjet = 8000\n')
+    assert error(tmp_path, {"repo": "o/r"}) == (
+        f'{path} [repos."o/r"] input_budjet: no such setting; did you mean input_budget?'
+    )
     toml(tmp_path, 'colour = "red"\n')
-    with pytest.raises(ConfigError, match="^invalid colour .*Extra inputs are not permitted"):
-        load_settings({}, env={}, cwd=tmp_path)
-    toml(tmp_path, '[repos."o/r"]\nmodle = "typo"\n')
-    with pytest.raises(ConfigError, match="^invalid modle .*Extra inputs are not permitted"):
-        load_settings({"repo": "o/r"}, env={}, cwd=tmp_path)
+    assert error(tmp_path) == f"{path} colour: no such setting; `prhub config` lists them all"
+
+
+def test_a_typo_in_another_repositorys_section_is_refused_too(tmp_path):
+    path = toml(tmp_path, '[repos."o/other"]\njbos = 2\n')
+    assert error(tmp_path, {"repo": "o/r"}) == (
+        f'{path} [repos."o/other"] jbos: no such setting; did you mean jobs?'
+    )
+
+
+def test_pyproject_errors_name_the_tool_table(tmp_path):
+    path = toml(tmp_path, '[tool.prhub.repos."o/r"]\njobs = "eight"\n', "pyproject.toml")
+    assert error(tmp_path, {"repo": "o/r"}) == (
+        f"{path} [tool.prhub.repos.\"o/r\"] jobs: must be a whole number, got 'eight'"
+    )
 
 
 def test_an_unknown_key_in_a_price_names_where_it_is(tmp_path):
     path = toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\ncached = 0.5\n")
-    with pytest.raises(ConfigError) as raised:
-        load_settings({}, env={}, cwd=tmp_path)
-    assert str(raised.value) == f"{path}: prices.m.cached: Extra inputs are not permitted"
+    assert error(tmp_path) == f"{path} [prices.m] cached: no such key; known: input, output"
+    toml(tmp_path, '[prices."qwen2.5:14b"]\ninput = 1.0\n')
+    assert error(tmp_path) == f'{path} [prices."qwen2.5:14b"] output: missing'
 
 
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"PRHUB_JOBS": "0"}, "invalid jobs (PRHUB_JOBS): Value error, must be at least 1"),
-        ({"PRHUB_JOBS": "many"}, "invalid jobs (PRHUB_JOBS): Input should be a valid integer"),
-        ({"PRHUB_TIMEOUT": "-1"}, "invalid timeout (PRHUB_TIMEOUT): Value error, must be more"),
+        ({"PRHUB_JOBS": "0"}, "PRHUB_JOBS: must be at least 1, got 0"),
+        ({"PRHUB_JOBS": "many"}, "PRHUB_JOBS: must be a whole number, got 'many'"),
+        ({"PRHUB_TIMEOUT": "-1"}, "PRHUB_TIMEOUT: must be more than 0, got -1"),
         (
             {"PRHUB_REPO": "o/r/x"},
-            "invalid repo (PRHUB_REPO): Value error, repository must look like",
+            "PRHUB_REPO: repository must look like owner/name (letters, digits, '-' in the "
+            "owner; also '.' and '_' in the name), got 'o/r/x'",
         ),
-        ({"PRHUB_TZ": "Mars/Base"}, "unknown timezone 'Mars/Base': use an IANA name"),
-        ({"PRHUB_RESPONSE_MODE": "xml"}, "invalid response_mode (PRHUB_RESPONSE_MODE)"),
+        (
+            {"PRHUB_TZ": "Mars/Base"},
+            "PRHUB_TZ: unknown timezone 'Mars/Base': use an IANA name like Asia/Shanghai",
+        ),
+        (
+            {"PRHUB_RESPONSE_MODE": "xml"},
+            "PRHUB_RESPONSE_MODE: must be 'json_schema' or 'json_object', got 'xml'",
+        ),
     ],
 )
-def test_bad_values_name_the_setting_and_its_variable(tmp_path, env, message):
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        load_settings({}, env=env, cwd=tmp_path)
+def test_bad_values_name_their_variable_in_prhubs_words(tmp_path, env, message):
+    assert error(tmp_path, env=env) == message
+
+
+def test_bad_values_name_their_flag_or_their_file_and_table(tmp_path):
+    assert error(tmp_path, {"repo": "verl"}).startswith("--repo: repository must look like")
+    assert error(tmp_path, {"input_budget": 0}) == "--input-budget: must be at least 1, got 0"
+    path = toml(tmp_path, 'jobs = "eight"\n[repos."o/r"]\ntimeout = 0\n[tags]\nascend = 3\n')
+    assert error(tmp_path) == f"{path} jobs: must be a whole number, got 'eight'"
+    assert error(tmp_path, env={"PRHUB_JOBS": "2", "PRHUB_REPO": "o/r"}) == (
+        f'{path} [repos."o/r"] timeout: must be more than 0, got 0'
+    )
+    toml(tmp_path, "[tags]\nascend = 3\n")
+    assert error(tmp_path) == f"{path} [tags] ascend: must be text, got 3"
+    toml(tmp_path, "repos = 3\n")
+    assert error(tmp_path) == f"{path} repos: must be a table, got 3"
+
+
+def test_no_message_carries_pydantics_words(tmp_path):
+    cases = [{"PRHUB_JOBS": "0"}, {"PRHUB_MAX_CALLS": "x"}, {"PRHUB_REPO": "-x/y"}]
+    for env in cases:
+        message = error(tmp_path, env=env)
+        assert "Value error" not in message and "Input should" not in message, message
 
 
 def test_settings_are_frozen():
