@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import sqlite3
@@ -164,11 +165,17 @@ def test_runs_record_their_start_end_counts_and_errors(tmp_path: Path) -> None:
     assert first["errors"] == [{"number": 103, "error": "the LLM endpoint kept failing"}]
 
 
-def test_a_stored_row_that_no_longer_validates_is_a_miss(tmp_path: Path) -> None:
+def test_a_stored_row_that_no_longer_validates_is_a_miss_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with closing(Store(tmp_path / "prhub.db")) as store:
         store._db.execute("INSERT INTO digests VALUES ('key', 'acme/rocket', 1, '{}', 'then')")
         store._db.execute("INSERT INTO narratives VALUES ('key', 'not json', 0, 'then')")
-        assert store.digest("key") is None and store.narrative("key") is None
+        with caplog.at_level(logging.WARNING, logger="prhub"):
+            assert store.digest("key") is None and store.narrative("key") is None
+    said = [r.getMessage() for r in caplog.records]
+    assert any("stored PRDigest no longer fits" in m and "made again" in m for m in said)
+    assert any("stored WeeklyNarrative no longer fits" in m for m in said)
 
 
 def test_a_lease_is_held_until_released_or_its_holder_is_gone(tmp_path: Path) -> None:
