@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, workflow_text
+from prhub import __version__
+from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, next_steps, requirement, workflow_text
 from prhub.errors import ConfigError
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
@@ -156,7 +157,8 @@ def test_prhub_step_survives_a_partial_failure(workflow: dict[Any, Any]) -> None
     prhub = step(workflow, id="prhub")
     assert prhub["continue-on-error"] is True
     assert "prhub weekly --repo" in prhub["run"]
-    assert workflow["env"]["PRHUB_INSTALL"] == INSTALL_PLACEHOLDER
+    # The shipped file installs this release from the package index.
+    assert workflow["env"]["PRHUB_INSTALL"] == INSTALL_PLACEHOLDER == f"prhub=={__version__}"
     assert workflow_text().count(json.dumps(INSTALL_PLACEHOLDER)) == 1
     install = step(workflow, name="Install prhub")
     assert '"$PRHUB_INSTALL"' in install["run"]
@@ -309,20 +311,53 @@ def test_init_ci_writes_refuses_then_overwrites_with_force(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    "requirement",
-    ["prhub @ git+https://github.com/acme/prhub@5f1c2e9", 'prhub @ https://x/"q"\\w.whl'],
+    ("install", "wanted"),
+    [
+        (None, f"prhub=={__version__}"),
+        ("prhub==0.3.1", "prhub==0.3.1"),
+        (
+            "prhub @ git+https://github.com/acme/prhub@5f1c2e9",
+            "prhub @ git+https://github.com/acme/prhub@5f1c2e9",
+        ),
+        (
+            "https://github.com/acme/prhub@v0.2.0",
+            "prhub @ git+https://github.com/acme/prhub@v0.2.0",
+        ),
+        ("git+ssh://git@host/acme/prhub.git", "prhub @ git+ssh://git@host/acme/prhub.git"),
+        ("https://x/prhub-0.2-py3-none-any.whl", "prhub @ https://x/prhub-0.2-py3-none-any.whl"),
+        ('prhub @ https://x/"q"\\w.whl', 'prhub @ https://x/"q"\\w.whl'),
+    ],
 )
-def test_init_ci_sets_the_install_requirement(tmp_path: Path, requirement: str) -> None:
-    path = init_ci(tmp_path, repo_install=requirement)
+def test_init_ci_sets_the_install_requirement(
+    tmp_path: Path, install: str | None, wanted: str
+) -> None:
+    assert requirement(install) == wanted
+    path = init_ci(tmp_path, install=install)
     written = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert written["env"]["PRHUB_INSTALL"] == requirement
+    assert written["env"]["PRHUB_INSTALL"] == wanted
     expected = yaml.safe_load(workflow_text())
-    expected["env"]["PRHUB_INSTALL"] = requirement
+    expected["env"]["PRHUB_INSTALL"] = wanted
     assert written == expected
+    assert f"It installs {wanted} (" in next_steps(path, install)
+
+
+def test_init_ci_refuses_a_target_that_is_not_a_directory(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-checkout"
+    with pytest.raises(ConfigError) as failure:
+        init_ci(missing)
+    assert str(failure.value) == (
+        f"{missing} does not exist: give the checkout of the repository to add it to"
+    )
+    assert not missing.exists()  # nothing created on the way
+    a_file = tmp_path / "README.md"
+    a_file.write_text("x")
+    with pytest.raises(ConfigError, match="is not a directory"):
+        init_ci(a_file)
 
 
 @pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
-def test_actionlint_accepts_the_workflow(tmp_path: Path) -> None:
-    path = init_ci(tmp_path)
+@pytest.mark.parametrize("install", [None, "https://github.com/acme/prhub@v0.2.0"])
+def test_actionlint_accepts_the_workflow(tmp_path: Path, install: str | None) -> None:
+    path = init_ci(tmp_path, install=install)
     done = subprocess.run(["actionlint", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

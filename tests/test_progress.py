@@ -13,7 +13,7 @@ from prhub.progress import Display, cost, dry_run_text, run_summary, summary
 
 KNOWN = Settings(model="gpt-4o-mini")  # $0.15 in, $0.60 out per million tokens
 UNKNOWN = Settings(model="local-llama")
-UNKNOWN_COST = "cost unknown (no price for local-llama: add [prices] to prhub.toml)"
+UNKNOWN_COST = "cost unknown (no [prices.local-llama] in prhub.toml)"
 
 
 def shown(quiet: bool, calls: list[tuple[str, int, int]]) -> list[str]:
@@ -89,6 +89,10 @@ def test_cost_with_a_known_price():
 
 def test_cost_with_an_unknown_model_says_how_to_price_it():
     assert cost(1_000, 1_000, UNKNOWN) == UNKNOWN_COST
+    # A model name TOML cannot take bare is quoted, as the table must be written.
+    assert cost(1, 1, Settings(model="qwen2.5:14b")) == (
+        'cost unknown (no [prices."qwen2.5:14b"] in prhub.toml)'
+    )
 
 
 def test_cost_uses_a_configured_price_over_the_table():
@@ -149,8 +153,8 @@ def test_dry_run_text_lists_prs_the_narrative_and_totals():
         "  weekly      1          8,000\n"
         "\n"
         "would send 4 LLM calls, 60,000 prompt tokens, at most 16,000 reply tokens\n"
-        "estimated cost: ≈ $0.0090 (gpt-4o-mini) for the prompts, "
-        "at most ≈ $0.0186 (gpt-4o-mini) with the longest replies\n"
+        "estimated cost: ≈ $0.0090 for the prompts, "
+        "at most ≈ $0.0186 with the longest replies (gpt-4o-mini)\n"
     )
 
 
@@ -158,10 +162,9 @@ def test_dry_run_text_without_a_narrative_or_a_price():
     text = dry_run_text(plan(narrative_calls=0), UNKNOWN)
     assert "weekly" not in text
     assert "would send 3 LLM calls, 52,000 prompt tokens, at most 12,000 reply tokens" in text
-    assert text.endswith(
-        f"estimated cost: {UNKNOWN_COST} for the prompts, at most {UNKNOWN_COST} "
-        "with the longest replies\n"
-    )
+    # One sentence that says it once, not once for the prompts and again for the replies.
+    assert text.endswith("\nestimated cost: unknown (no [prices.local-llama] in prhub.toml)\n")
+    assert text.count("unknown") == 1
 
 
 @pytest.mark.parametrize("number", [7, 123456])

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from prhub import llm_http, logmask, retry
+from prhub import llm_http, retry
 from prhub.cli import app
 from prhub.errors import LLMInvalidReply, LLMUnavailable
 from prhub.llm import LLM
@@ -314,29 +314,6 @@ def test_weekly_against_a_trickling_llm_fails_in_time(
 
 
 # Secrets in URLs
-
-
-@pytest.mark.parametrize(
-    ("line", "shown"),
-    [
-        (
-            'HTTP Request: POST http://u:s3cretpass@h:1/v1/chat/completions?api-key=k3y "200"',
-            'HTTP Request: POST http://h:1/v1/chat/completions?api-key=*** "200"',
-        ),
-        (
-            "Request options: {'params': {'api-key': 'k3y'}}",
-            "Request options: {'params': {'api-key': '***'}}",
-        ),
-        (
-            "redirect to https://x/?access_token=k3y&page=2.",
-            "redirect to https://x/?access_token=***&page=2.",
-        ),
-        ("token=k3y, password: k3y", "token=***, password: ***"),
-        ("max_tokens=4000 and 12 tokens", "max_tokens=4000 and 12 tokens"),
-    ],
-)
-def test_log_lines_are_masked(line: str, shown: str) -> None:
-    assert logmask.mask(line) == shown
 
 
 def test_a_verbose_run_leaks_no_secret_of_its_urls(tmp_path: Path) -> None:
