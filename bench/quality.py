@@ -13,8 +13,9 @@ refused (status >= 400, e.g. a response_format the server does not take); 1st: v
 corrective call (calls == planned); fix: corrective calls, of them rej: replies rejected by
 validation, chk: content checks failed; zh: Chinese title (prhub.checks.chinese); tlen: title
 characters; cite: code spans and paths cited that are in the PR, bad: paths cited that are not,
-drop: citations grounding dropped; ph: texts that still hold an example placeholder or say
-nothing; verdict, importance, minutes; tokens in/out; seconds; failed checks or the error.
+drop: citations grounding dropped; ph: texts that hold an example placeholder, echo the
+wording of the example or of a corrective call, or say nothing; verdict, importance, minutes;
+tokens in/out (failed PRs: what their calls cost); seconds; failed checks, or the error.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from prhub.reply import PLACEHOLDERS, example  # noqa: E402
 
 # An angle-bracketed note in Chinese, as the prompt's example reply writes its placeholders.
 _NOTE = re.compile(r"<[^<>\n]*[\u3400-\u9fff][^<>\n]*>")
+_CJK = re.compile(r"[\u3400-\u9fff]")
 # (header, width, right-aligned); the last column is free text.
 COLUMNS = [
     ("PR", 6, True),
@@ -201,14 +203,26 @@ def citations(content: DigestContent, pr: PullRequest) -> tuple[int, int]:
 
 
 def placeholders(content: DigestContent) -> list[str]:
-    """Texts that still hold the example's placeholder, or say nothing ("无", "N/A")."""
-    notes = {s for s in _strings(example(DigestContent)) if s.startswith("<")}
+    """Texts that hold the example's placeholder, echo the wording of the example or of a
+    corrective call instead of writing their own, or say nothing ("无", "N/A")."""
     found = []
     for text in texts(content):
         stripped = text.strip().rstrip("。.").lower()
-        if stripped in PLACEHOLDERS or any(n in text for n in notes) or _NOTE.search(text):
+        if stripped in PLACEHOLDERS or _NOTE.search(text) or any(e in text for e in ECHOES):
             found.append(text)
     return found
+
+
+def _echoes() -> frozenset[str]:
+    """Clauses of five or more Chinese characters from the example reply's notes and from
+    the corrective call's messages: a model that repeats one copied it."""
+    notes = [s.strip("<>") for s in _strings(example(DigestContent)) if s.startswith("<")]
+    clauses = (
+        c.strip()
+        for text in [*notes, *checks.MESSAGES.values()]
+        for c in re.split(r"[，。、：；,.:;（）()]+", text)
+    )
+    return frozenset(c for c in clauses if len(_CJK.findall(c)) >= 5)
 
 
 def _lines(payload: dict[str, Any]) -> int:
@@ -220,6 +234,9 @@ def _strings(value: Any) -> set[str]:
         return {value}
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     return set().union(*map(_strings, items))
+
+
+ECHOES = _echoes()
 
 
 def measure(

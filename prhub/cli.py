@@ -17,60 +17,51 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from prhub.config import Settings, load_settings, notices, version
+from prhub.config import ENV, Settings, load_settings, version
 from prhub.errors import Interrupted, PrhubError
 
 
-def _switches_untyped(params: list[Any]) -> list[Any]:
-    """Help shows `--dry-run`, not `--dry-run <bool>`: a switch takes no value."""
-    for param in params:
-        if getattr(param, "is_flag", False):
-            param.metavar = ""
-    return params
+class _Help:
+    """Switches shown without a type (`--dry-run`, not `--dry-run <bool>`), and an unknown
+    option answered only with names close to it."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+        return params
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            parsed: list[str] = super().parse_args(ctx, args)  # type: ignore[misc]
+        except Exception as exc:  # click's NoSuchOption, whichever copy of click typer uses
+            if type(exc).__name__ == "NoSuchOption":
+                exc.possibilities = _guesses(exc.option_name, self.get_params(ctx))  # type: ignore[attr-defined]
+            raise
+        return parsed
 
 
-def _closer_guesses(exc: Exception, params: list[Any]) -> None:
-    """An unknown option's guesses: names close without their dashes, or a prefix either way.
-
-    Click compares `--bogus` with `--jobs` dashes included, which makes unrelated names close.
-    """
-    typo = getattr(exc, "option_name", None)
-    if type(exc).__name__ != "NoSuchOption" or not isinstance(typo, str):
-        return
-    names = [o for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+def _guesses(typo: str, params: list[Any]) -> list[str]:
+    """Options close to `typo` without their dashes (click keeps them: --bogus is near --jobs),
+    or a prefix either way: --rep for --repo, --output for --out."""
+    names = [o[2:] for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
     bare = typo.lstrip("-")
-    close = difflib.get_close_matches(bare, [n[2:] for n in names], n=3, cutoff=0.7)
-    # --rep for --repo, --output for --out
+    close = difflib.get_close_matches(bare, names, n=3, cutoff=0.7)
     prefixed = [
-        n[2:]
+        n
         for n in names
-        if min(len(bare), len(n) - 2) >= 3 and (n[2:].startswith(bare) or bare.startswith(n[2:]))
+        if min(len(n), len(bare)) >= 3 and (n.startswith(bare) or bare.startswith(n))
     ]
-    exc.possibilities = ["--" + n for n in dict.fromkeys([*close, *prefixed])]  # type: ignore[attr-defined]
+    return ["--" + n for n in dict.fromkeys([*close, *prefixed])]
 
 
-class _Command(TyperCommand):
-    def get_params(self, ctx: Any) -> list[Any]:
-        return _switches_untyped(super().get_params(ctx))
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except Exception as exc:
-            _closer_guesses(exc, self.get_params(ctx))
-            raise
+class _Command(_Help, TyperCommand):
+    pass
 
 
-class _Group(TyperGroup):
-    def get_params(self, ctx: Any) -> list[Any]:
-        return _switches_untyped(super().get_params(ctx))
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except Exception as exc:
-            _closer_guesses(exc, self.get_params(ctx))
-            raise
+class _Group(_Help, TyperGroup):
+    pass
 
 
 app = typer.Typer(
@@ -126,11 +117,6 @@ def _text(text: str, default: Any = None) -> str:
     return rf"{text} \[default: {shown}]"
 
 
-def _setting(name: str) -> Any:
-    """A setting's built-in default, for help texts."""
-    return Settings.model_fields[name].default
-
-
 # Options every digesting command takes, and those of the commands that cover a week. They are
 # written once here and added to each command's signature by `_with`.
 def _opt(kind: Any, *flags: str, text: str, default: Any = None) -> tuple[Any, Any]:
@@ -140,30 +126,21 @@ def _opt(kind: Any, *flags: str, text: str, default: Any = None) -> tuple[Any, A
     ], default
 
 
+def _set(name: str, kind: Any, text: str, default: Any = None) -> tuple[Any, Any]:
+    """The option of a setting: its variable and built-in default named in its help."""
+    text += f" (env {ENV[name]})" if name in ENV else ""
+    shown = Settings.model_fields[name].default if default is None else default
+    return _opt(kind, "--" + name.replace("_", "-"), text=_text(text, shown))
+
+
 SHARED = {
-    "repo": _opt(str, "--repo", text="owner/name (env PRHUB_REPO)"),
-    "github_url": _opt(
-        str,
-        "--github-url",
-        text=_text("GitHub API URL (env GITHUB_API_URL)", _setting("github_url")),
-    ),
-    "model": _opt(str, "--model", text=_text("model name (env PRHUB_MODEL)", _setting("model"))),
-    "response_mode": _opt(
-        ResponseMode,
-        "--response-mode",
-        text=_text("structured output the endpoint supports", _setting("response_mode")),
-    ),
-    "input_budget": _opt(
-        int, "--input-budget", text=_text("prompt tokens per call", _setting("input_budget"))
-    ),
-    "max_calls": _opt(
-        int, "--max-calls", text=_text("map calls for a PR too big for one", _setting("max_calls"))
-    ),
-    "store": _opt(
-        Path,
-        "--store",
-        text=_text("SQLite store (env PRHUB_STORE)", "prhub.db in the user data dir"),
-    ),
+    "repo": _set("repo", str, "owner/name"),
+    "github_url": _set("github_url", str, "GitHub API URL"),
+    "model": _set("model", str, "model name"),
+    "response_mode": _set("response_mode", ResponseMode, "structured output of the endpoint"),
+    "input_budget": _set("input_budget", int, "prompt tokens per call"),
+    "max_calls": _set("max_calls", int, "map calls for a PR too big for one"),
+    "store": _set("store", Path, "SQLite store", "prhub.db in the user data dir"),
     "refresh": _opt(bool, "--refresh", text="refetch and resummarise everything", default=False),
     "config": _opt(
         Path,
@@ -172,13 +149,9 @@ SHARED = {
             "config file (env PRHUB_CONFIG)", "./prhub.toml, else ./pyproject.toml [tool.prhub]"
         ),
     ),
-    "prompt_dir": _opt(Path, "--prompt-dir", text="your own prompt versions, tried first"),
+    "prompt_dir": _set("prompt_dir", Path, "your own prompt versions, tried first"),
     "quiet": _opt(
-        bool,
-        "--quiet",
-        "-q",
-        text="no progress, no summary; a weekly still prints its path",
-        default=False,
+        bool, "--quiet", "-q", text="no progress, no summary (weekly: its path)", default=False
     ),
     "verbose": _opt(bool, "--verbose", "-v", text="log each request and retry", default=False),
 }
@@ -187,9 +160,11 @@ WEEK = {
     "year": _opt(int, "--year", text=_text("ISO year of --week", "the current one")),
     "since": _opt(str, "--since", text="first date, instead of --week"),
     "until": _opt(str, "--until", text=_text("last date, inclusive", "now")),
-    "tz": _opt(str, "--tz", text=_text("timezone of the week (env PRHUB_TZ)", _setting("tz"))),
-    "jobs": _opt(int, "--jobs", text=_text("PRs summarised at once", _setting("jobs"))),
+    "tz": _set("tz", str, "timezone of the week"),
+    "jobs": _set("jobs", int, "PRs summarised at once"),
 }
+MAX_PR = 2**31 - 1  # GitHub's numbers are 32-bit; a larger one is a typo
+
 # The options that are settings (the rest choose what a run does, not how).
 SETTING_FLAGS = (
     *("repo", "github_url", "model", "response_mode", "input_budget", "max_calls"),
@@ -244,14 +219,19 @@ def _fail(exc: PrhubError) -> NoReturn:
 
 def _warn(settings: Settings) -> None:
     """Says before a run what in its settings will cost the user (quiet or not)."""
-    for line in notices(settings):
+    from prhub import progress
+
+    for line in progress.notices(settings):
         typer.echo(f"prhub: {line}", err=True)
 
 
 @app.command(cls=_Command)
 @_with(SHARED)
 def summarize(
-    pr: Annotated[int, typer.Option("--pr", help="number of the merged PR", show_default=False)],
+    pr: Annotated[
+        int,
+        typer.Option("--pr", help="number of the merged PR", show_default=False, min=1, max=MAX_PR),
+    ],
     allow_unmerged: Annotated[
         bool, typer.Option("--allow-unmerged", help="digest a PR that is not merged")
     ] = False,
@@ -382,16 +362,16 @@ def show_config(
     **options: Any,
 ) -> None:
     """Print every effective setting and where it came from; secrets are masked."""
-    from prhub.config import describe, describe_json
+    from prhub import progress
 
     try:
         settings = _settings(options)
     except PrhubError as exc:
         _fail(exc)
     if fmt is ConfigFormat.json:
-        typer.echo(describe_json(settings))
+        typer.echo(progress.describe_json(settings))
         return
-    for row in describe(settings):
+    for row in progress.describe(settings):
         typer.echo(row.text())
 
 

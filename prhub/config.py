@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -162,8 +162,8 @@ def shown_url(url: str | None) -> str:
         url = url[: url.index("://") + 3] + url[login.end() :]
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return "(a malformed URL)"
+    except ValueError:  # not a URL at all: shown without its query, the login already gone
+        return url.split("?", 1)[0]
     query = "&".join(
         f"{k}=***" if _SECRET_PARAM.search(k) else (f"{k}={v}" if v else k)
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
@@ -375,24 +375,19 @@ def load_settings(
     origins.update((key, _Origin("env", ENV[key])) for key in from_env)
     values.update(flags)
     origins.update((key, _Origin("flag", "--" + key.replace("_", "-"))) for key in flags)
-    sources.update((key, origin.label()) for key, origin in origins.items())
-    for table in ("tags", "prices"):  # `prhub config` shows their entries one by one
-        if table in origins:
-            entries = values[table] if isinstance(values[table], dict) else {}
-            sources.update(
-                (
-                    f"{table}.{toml_key(k)}",
-                    origins[table].label(table, *([k] if table == "prices" else [])),
-                )
-                for k in entries
-            )
+    for key, origin in origins.items():
+        sources[key] = origin.label()
+        if key in ("tags", "prices") and isinstance(values[key], dict):  # shown entry by entry
+            for entry in values[key]:
+                table = (key, entry) if key == "prices" else (key,)
+                sources[f"{key}.{toml_key(entry)}"] = origin.label(*table)
     try:
         return Settings(**values, sources=sources)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = err["loc"] or ("settings",)
-        origin = origins.get(str(loc[0]))
-        where = origin.where(loc) if origin else ".".join(map(str, loc))
+        came = origins.get(str(loc[0]))
+        where = came.where(loc) if came else ".".join(map(str, loc))
         raise ConfigError(f"{where}: {_problem(err)}") from None
 
 
@@ -408,114 +403,3 @@ def version() -> str:
     from prhub import __version__
 
     return __version__
-
-
-def notices(settings: Settings) -> list[str]:
-    """Warnings about a run's settings, one line each, before it starts."""
-    if settings.github_token is None:
-        return [
-            "warning: GITHUB_TOKEN is not set: reading GitHub unauthenticated, which github.com "
-            "limits to 60 requests an hour; export GITHUB_TOKEN for 5,000"
-        ]
-    return []
-
-
-class Row(NamedTuple):
-    """One line of `prhub config`: a setting, its effective value and where that came from."""
-
-    name: str
-    value: Any  # as JSON shows it; secrets masked
-    source: str
-
-    def text(self) -> str:
-        if self.name in SECRETS:
-            shown = self.value or "(not set)"
-        else:
-            shown = json.dumps(self.value, ensure_ascii=False)
-        return f"{self.name} = {shown}  # {self.source}"
-
-
-def describe(settings: Settings) -> list[Row]:
-    """Every effective value with its source, built-in defaults included, secrets masked."""
-    from prhub.model import TAG_ALIASES
-
-    sources = settings.sources
-
-    def row(name: str, value: Any) -> Row:
-        return Row(name, value, sources.get(name, "default"))
-
-    none_found = "none found (--config, PRHUB_CONFIG, ./prhub.toml, ./pyproject.toml [tool.prhub])"
-    config_file = settings.config_file
-    rows = [Row("config_file", str(config_file) if config_file else None, none_found)]
-    if config_file:
-        rows[0] = row("config_file", str(config_file))
-    for name in Settings.model_fields:
-        value = getattr(settings, name)
-        if name in ("config_file", "sources"):
-            continue
-        if name in SECRETS:
-            rows.append(row(name, value and _mask(value.get_secret_value())))
-        elif name == "openai_base_url":
-            rows.append(row(name, shown_url(value) or "https://api.openai.com/v1"))
-        elif name == "github_url":
-            rows.append(row(name, shown_url(value)))
-        elif name == "store":
-            rows.append(row(name, str(value or default_store())))
-        elif name == "noise_globs":
-            rows.append(row(name, list(value)))
-            rows += [Row(f"noise.{kind}", rule, "default") for kind, rule in _noise_rules()]
-        elif name == "tags":
-            tags = {**TAG_ALIASES, **value}
-            rows += [row(f"tags.{toml_key(k)}", v) for k, v in tags.items()]
-        elif name == "prices":
-            prices = {**PRICES, **value}
-            rows += [
-                row(f"prices.{toml_key(m)}", {"input": i, "output": o})
-                for m, (i, o) in prices.items()
-            ]
-        else:
-            rows.append(row(name, json.loads(json.dumps(value, default=str))))
-    return rows
-
-
-def _noise_rules() -> list[tuple[str, list[str]]]:
-    """The files prhub always leaves out of prompts, as globs a user would write."""
-    from prhub import paths
-
-    def folders(names: frozenset[str]) -> list[str]:
-        return [f"**/{name}/**" for name in sorted(names)]
-
-    def endings(items: Sequence[str]) -> list[str]:
-        return [f"*{item}" for item in items]
-
-    big_json = "**/{}/**/*.json over 200 changed lines"
-    return [
-        ("lock", [*sorted(paths.LOCK_FILES), "*.lock.json", "*-lock.json", "*_lock.json"]),
-        ("vendored", folders(paths.VENDOR_DIRS)),
-        (
-            "generated",
-            [
-                *endings(paths.GENERATED_ENDINGS + paths.MINIFIED_ENDINGS),
-                "*generated*",
-                *folders(paths.GENERATED_DIRS),
-            ],
-        ),
-        ("binary_without_patch", endings([f".{e}" for e in sorted(paths.BINARY_EXTS)])),
-        (
-            "data",
-            [
-                *endings([f".{e}" for e in sorted(paths.DATA_EXTS)]),
-                *(big_json.format(d) for d in sorted(paths.DATA_DIRS)),
-            ],
-        ),
-    ]
-
-
-def describe_json(settings: Settings) -> str:
-    """`prhub config --format json`: each setting's value and source, for scripts."""
-    rows = {r.name: {"value": r.value, "source": r.source} for r in describe(settings)}
-    return json.dumps(rows, indent=2, ensure_ascii=False)
-
-
-def _mask(secret: str) -> str:
-    return f"set ({len(secret)} characters, not shown)"

@@ -28,6 +28,7 @@ from prhub.model import (
 from prhub.prepare import TITLE_BUDGET, body_budget, prepare
 from prhub.prepare.core import pr_fields
 from prhub.prepare.facts import pr_facts
+from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import truncate
 
 NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
@@ -163,6 +164,7 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
     content, dropped, failed, spent = checked_reply(messages, pr, llm)
+    content, leaked = scrub_reply(content)
     usage += spent
     modules, kind, breaking = parse_title(pr.title)
     return PRDigest(
@@ -187,7 +189,9 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             coverage=prepared.coverage.model_copy(
                 update={"unlisted": max(0, pr.changed_files - len(pr.files))}
             ),
-            redactions=dict(Counter(pr.redactions) + Counter(prepared.redactions)),
+            redactions=dict(
+                Counter(pr.redactions) + Counter(prepared.redactions) + Counter(leaked)
+            ),
             dropped_citations=dropped,
             failed_checks=failed,
             cache_key="",

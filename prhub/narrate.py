@@ -9,6 +9,7 @@ from prhub.digest import MARGIN, prompt
 from prhub.ground import ground_weekly
 from prhub.llm import LLM, schema_text
 from prhub.model import PRDigest, Usage, WeeklyFacts, WeeklyNarrative
+from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count, truncate
 
 DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
@@ -43,7 +44,7 @@ def narrate(
             _messages(facts, lines, [], settings, llm.mode), WeeklyNarrative
         )
         grounded, dropped = ground_weekly(narrative, facts)
-        return grounded, usage, dropped
+        return scrub_reply(grounded)[0], usage, dropped
 
     groups: list[list[str]] = [[]]
     used = 0
@@ -73,7 +74,7 @@ def narrate(
         _messages(facts, short, partials, settings, llm.mode), WeeklyNarrative
     )
     grounded, dropped = ground_weekly(narrative, facts)
-    return grounded, usage + final, dropped
+    return scrub_reply(grounded)[0], usage + final, dropped
 
 
 def planned_tokens(facts: WeeklyFacts, digests: int, settings: Settings) -> tuple[int, int]:

@@ -1,9 +1,11 @@
-"""What a run shows on the terminal: progress while it works, one summary when it ends."""
+"""What prhub shows on the terminal: progress, a run's summary, its dry run, its settings."""
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -16,7 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from prhub.config import Settings, price, toml_key
+from prhub.config import PRICES, SECRETS, Settings, default_store, price, shown_url, toml_key
 from prhub.model import DryRun, Usage
 
 if TYPE_CHECKING:
@@ -145,3 +147,112 @@ def _estimate(plan: DryRun, settings: Settings) -> str:
         f"estimated cost: ≈ ${prompts:.4f} for the prompts, at most ≈ ${longest:.4f} "
         f"with the longest replies ({settings.model})"
     )
+
+
+def notices(settings: Settings) -> list[str]:
+    """Warnings about a run's settings, one line each, before it starts."""
+    if settings.github_token is None:
+        return [
+            "warning: GITHUB_TOKEN is not set: reading GitHub unauthenticated, which github.com "
+            "limits to 60 requests an hour; export GITHUB_TOKEN for 5,000"
+        ]
+    return []
+
+
+class Row(NamedTuple):
+    """One line of `prhub config`: a setting, its effective value and where that came from."""
+
+    name: str
+    value: Any  # as JSON shows it; secrets masked
+    source: str
+
+    def text(self) -> str:
+        if self.name in SECRETS:
+            shown = self.value or "(not set)"
+        else:
+            shown = json.dumps(self.value, ensure_ascii=False)
+        return f"{self.name} = {shown}  # {self.source}"
+
+
+def describe(settings: Settings) -> list[Row]:
+    """Every effective value with its source, built-in defaults included, secrets masked."""
+    from prhub.model import TAG_ALIASES
+
+    sources = settings.sources
+
+    def row(name: str, value: Any) -> Row:
+        return Row(name, value, sources.get(name, "default"))
+
+    none_found = "none found (--config, PRHUB_CONFIG, ./prhub.toml, ./pyproject.toml [tool.prhub])"
+    found = settings.config_file
+    rows = [Row("config_file", found and str(found), sources.get("config_file", none_found))]
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if name in ("config_file", "sources"):
+            continue
+        if name in SECRETS:
+            rows.append(row(name, value and _mask(value.get_secret_value())))
+        elif name == "openai_base_url":
+            rows.append(row(name, shown_url(value) or "https://api.openai.com/v1"))
+        elif name == "github_url":
+            rows.append(row(name, shown_url(value)))
+        elif name == "store":
+            rows.append(row(name, str(value or default_store())))
+        elif name == "noise_globs":
+            rows.append(row(name, list(value)))
+            rows += [Row(f"noise.{kind}", rule, "default") for kind, rule in _noise_rules()]
+        elif name == "tags":
+            tags = {**TAG_ALIASES, **value}
+            rows += [row(f"tags.{toml_key(k)}", v) for k, v in tags.items()]
+        elif name == "prices":
+            prices = {**PRICES, **value}
+            rows += [
+                row(f"prices.{toml_key(m)}", {"input": i, "output": o})
+                for m, (i, o) in prices.items()
+            ]
+        else:
+            rows.append(row(name, json.loads(json.dumps(value, default=str))))
+    return rows
+
+
+def _noise_rules() -> list[tuple[str, list[str]]]:
+    """The files prhub always leaves out of prompts, as globs a user would write."""
+    from prhub import paths
+
+    def folders(names: frozenset[str]) -> list[str]:
+        return [f"**/{name}/**" for name in sorted(names)]
+
+    def endings(items: Sequence[str]) -> list[str]:
+        return [f"*{item}" for item in items]
+
+    big_json = "**/{}/**/*.json over 200 changed lines"
+    return [
+        ("lock", [*sorted(paths.LOCK_FILES), "*.lock.json", "*-lock.json", "*_lock.json"]),
+        ("vendored", folders(paths.VENDOR_DIRS)),
+        (
+            "generated",
+            [
+                *endings(paths.GENERATED_ENDINGS + paths.MINIFIED_ENDINGS),
+                "*generated*",
+                *folders(paths.GENERATED_DIRS),
+            ],
+        ),
+        ("binary_without_patch", endings([f".{e}" for e in sorted(paths.BINARY_EXTS)])),
+        (
+            "data",
+            [
+                *endings([f".{e}" for e in sorted(paths.DATA_EXTS)]),
+                *(big_json.format(d) for d in sorted(paths.DATA_DIRS)),
+            ],
+        ),
+    ]
+
+
+def describe_json(settings: Settings) -> str:
+    """`prhub config --format json`: each setting's value and source, for scripts."""
+    rows = {r.name: {"value": r.value, "source": r.source} for r in describe(settings)}
+    return json.dumps(rows, indent=2, ensure_ascii=False)
+
+
+def _mask(secret: str) -> str:
+    return f"set ({len(secret)} characters, not shown)"

@@ -98,7 +98,7 @@ def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None =
     try:
         source = "".join((folder / name).read_text(encoding="utf-8") for name in names)
         system, user = (env.get_template(name) for name in names)
-    except (OSError, jinja2.TemplateError) as exc:
+    except (OSError, UnicodeDecodeError, jinja2.TemplateError) as exc:
         raise ConfigError(f"prompt {task}@{version} in {folder} is unusable: {exc}") from None
     return Prompt(task, version, system, user, source, folder)
 

@@ -160,3 +160,41 @@ def test_closed_port_is_not_a_traceback(llm, tmp_path):
     github = type("G", (), {"url": f"http://127.0.0.1:{port}"})()
     result = run(github, llm, tmp_path, "--pr", "101")  # type: ignore[arg-type]
     assert result.exit_code == 8 and "Traceback" not in result.output
+
+
+def test_a_pr_number_past_githubs_range_is_a_usage_error(github, llm, tmp_path):
+    result = run(github, llm, tmp_path, "--pr", "100000000000000000000")
+    assert result.exit_code == 2 and "less than or equal to 2147483647" in result.output
+    assert github.requests == []
+
+
+def test_a_prompt_template_that_is_not_utf8_is_a_config_error(github, llm, tmp_path):
+    folder = tmp_path / "prompts" / "digest"
+    folder.mkdir(parents=True)
+    (folder / "v9.system.j2").write_bytes(b"\xff\xfe not utf-8")
+    (folder / "v9.user.j2").write_text("{{ pr.title }}")
+    result = run(github, llm, tmp_path, "--pr", "101", "--prompt-dir", str(tmp_path / "prompts"))
+    assert result.exit_code == 3, result.output
+    assert "prompt digest@v9" in result.stderr and "utf-8" in result.stderr
+    assert "Traceback" not in result.output and llm.bodies == []
+
+
+def test_a_tokenizer_cache_that_is_a_file_only_warns(github, llm, tmp_path, monkeypatch, caplog):
+    from prhub.prepare import tokens
+
+    blocker = tmp_path / "cache-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PRHUB_CACHE_DIR", str(blocker))
+    tokens.get_encoding.cache_clear()
+    try:
+        result = run(github, llm, tmp_path, "--pr", "101")
+    finally:
+        tokens.get_encoding.cache_clear()
+    assert result.exit_code == 0, result.output
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "cannot keep the tokenizer data" in warned and "PRHUB_CACHE_DIR" in warned
+
+
+def test_a_github_url_that_is_not_a_url_is_a_config_error(github, llm, tmp_path):
+    result = run(github, llm, tmp_path, "--pr", "101", "--github-url", "http://[::1")
+    assert result.exit_code == 3 and "bad GitHub API URL 'http://[::1'" in result.stderr

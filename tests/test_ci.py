@@ -164,6 +164,33 @@ def test_prhub_step_survives_a_partial_failure(workflow: dict[Any, Any]) -> None
     assert '"$PRHUB_INSTALL"' in install["run"]
 
 
+@pytest.mark.parametrize(
+    ("summary", "code"),
+    [
+        ("Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.", 0),
+        ("One GitHub poller for many coding agents", 1),  # the index's other prhub
+    ],
+)
+def test_install_step_stops_when_the_index_gave_another_prhub(
+    workflow: dict[Any, Any], tmp_path: Path, summary: str, code: int
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    # pip itself is not run: `python -m pip install` succeeds, `pip show` names the project.
+    fake_pip = (
+        'python() { [ "$3" != show ] || printf "Name: prhub\\nSummary: %s\\n" "$SUMMARY"; }\n'
+    )
+    install = step(workflow, name="Install prhub")
+    env = {"SUMMARY": summary}
+    done, _ = run_step(workflow, {"env": {}, **install}, {}, checkout, env, fake_pip)
+    assert done.returncode == code, done.stdout + done.stderr
+    if code:
+        assert done.stdout == (
+            f"::error::{INSTALL_PLACEHOLDER} is another project named prhub ({summary}): "
+            "set PRHUB_INSTALL to this prhub's git URL or wheel\n"
+        )
+
+
 def test_report_uploaded_and_committed_whenever_written(workflow: dict[Any, Any]) -> None:
     upload = step(workflow, uses="actions/upload-artifact")
     commit = step(workflow, name="Commit the report")

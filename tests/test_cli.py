@@ -382,3 +382,113 @@ def test_the_cli_imports_only_the_pipeline_and_its_own_helpers() -> None:
     }
     assert imported <= {"pipeline", "progress", "config", "errors", "ci", "logmask"}, imported
     assert "pipeline" in imported
+
+
+# For people: version, help, suggestions, warnings, the README's first commands
+
+
+def test_version() -> None:
+    from prhub import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.stdout) == (0, f"prhub {__version__}\n")
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert f'\nversion = "{__version__}"\n' in pyproject  # one version, wherever it is read
+
+
+@pytest.mark.parametrize("command", ["summarize", "weekly", "labels", "config", "init-ci"])
+def test_switches_show_no_type_in_help(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "<bool>" not in result.stdout
+    assert "<int>" in result.stdout or "<str>" in result.stdout or "<path>" in result.stdout
+    help_line = next(line for line in result.stdout.splitlines() if "--help" in line)
+    assert help_line.split("--help")[1].split()[0] == "Show"  # no type between flag and text
+
+
+def test_help_shows_defaults() -> None:
+    shown = CliRunner().invoke(app, ["weekly", "--help"], env={"COLUMNS": "200"}).stdout
+    lines = {line.split()[1]: line for line in shown.splitlines() if line.startswith("│ --")}
+    assert "ISO week [default: the last complete week]" in lines["--week"]
+    assert "[default: Asia/Shanghai]" in lines["--tz"]
+    assert "[default: 4]" in lines["--jobs"]
+    assert "[default: 24000]" in lines["--input-budget"]
+    assert "[default: gpt-4o-mini]" in lines["--model"]
+    assert "[default: YEAR-WNN.md in reports/OWNER/REPO]" in lines["--out"]
+    assert "--dry-run  " in lines["--dry-run"] and "<" not in lines["--dry-run"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["weekly", "--bogus"], "No such option: --bogus"),  # nothing unrelated offered
+        (["weekly", "--rep", "x"], "No such option: --rep (Possible options: --repo)"),
+        (["weekly", "--jbos", "2"], "No such option: --jbos (Possible options: --jobs)"),
+        (["weekly", "--output", "x"], "No such option: --output (Possible options: --out)"),
+        (["summarize", "--dryrun"], "No such option: --dryrun (Possible options: --dry-run)"),
+        (["--verison"], "No such option: --verison (Possible options: --version)"),
+    ],
+)
+def test_an_unknown_option_suggests_close_ones_only(argv: list[str], says: str) -> None:
+    result = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    [message] = [line.strip("│ ") for line in result.stderr.splitlines() if "No such" in line]
+    assert message == says
+
+
+UNAUTHENTICATED = (
+    "prhub: warning: GITHUB_TOKEN is not set: reading GitHub unauthenticated, which github.com "
+    "limits to 60 requests an hour; export GITHUB_TOKEN for 5,000"
+)
+
+
+def test_without_a_github_token_one_line_warns(llm: LLMStandIn, store: Path) -> None:
+    with GitHubStandIn(FIXTURES / "github") as github:  # no token: anonymous requests answered
+        env = make_env(github, llm, store, GITHUB_TOKEN=None)
+        result = summarize(env)
+        quiet = summarize(env, "--quiet")
+    assert_ok(result)
+    warning, summary = result.stderr.splitlines()
+    assert warning == UNAUTHENTICATED
+    assert summary.startswith("prhub: 1 PRs (0 from the store")
+    assert_ok(quiet)
+    assert quiet.stderr == UNAUTHENTICATED + "\n"  # quiet hides progress, not what to fix
+    assert all("Authorization" not in r["headers"] for r in github.requests)
+
+
+def test_with_a_github_token_no_warning(env: dict[str, str | None]) -> None:
+    result = summarize(env, "--quiet")
+    assert_ok(result)
+    assert result.stderr == ""
+
+
+def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = readme.split("```sh\n")[1:]
+    blocks = [block.split("```")[0] for block in blocks]
+    installs = [b for b in blocks if "pip install ." in b]
+    tests = [b for b in blocks if "scripts/check" in b]
+    assert len(installs) == 1 and len(tests) == 1  # one way in, one way to test
+    lines = [line.split("#")[0].strip() for line in installs[0].splitlines()]
+    order = [
+        "git clone ",
+        "cd prhub",
+        "python3 -m venv .venv",
+        ". .venv/bin/activate",
+        "pip install .",
+        "export GITHUB_TOKEN=",
+        "export GITHUB_API_URL=",
+        "export OPENAI_API_KEY=",
+        "export OPENAI_BASE_URL=",
+        "export PRHUB_MODEL=",
+        "prhub summarize ",
+    ]
+    assert [next(i for i, line in enumerate(lines) if line.startswith(o)) for o in order] == list(
+        range(len(order))
+    )
+    section = readme.split("## Run the tests")[1].split("\n## ")[0]
+    assert "pip install -e '.[dev]' && bash scripts/check" in tests[0]
+    assert "python3 -m venv .venv" in tests[0]  # works in a fresh clone
+    assert "about 5 minutes" in section
+    assert "HTML page tests without Chromium" in section
+    assert 'bash scripts/check -m "not slow"' in section

@@ -120,6 +120,34 @@ def test_partial_failure_writes_the_report_and_exits_12(env, llm, tmp_path):
     assert "6 PRs (5 from the store, 0 failed)" in again.stderr
 
 
+def test_quiet_still_prints_the_report_path_on_stdout(env, tmp_path):
+    result = prhub(env, "weekly", "--week", "31", "--year", "2026", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout == f"{Path('reports/acme/rocket/2026-W31.md')}\n"
+    assert (tmp_path / result.stdout.strip()).is_file()
+    chosen = tmp_path / "out" / "week.md"
+    again = prhub(env, "weekly", "--week", "31", "--year", "2026", "-q", "--out", str(chosen))
+    assert again.exit_code == 0 and again.stdout == f"{chosen}\n" and chosen.is_file()
+    loud = prhub(env, "weekly", "--week", "31", "--year", "2026")
+    assert loud.stdout == ""  # without -q the path is a progress line on stderr
+    assert f"prhub: wrote {Path('reports/acme/rocket/2026-W31.md')}" in loud.stderr.splitlines()
+
+
+def test_an_unknown_price_is_said_once(env, llm):
+    env = {**env, "PRHUB_MODEL": "local-llama"}
+    dry = prhub(env, "weekly", "--week", "31", "--year", "2026", "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    assert dry.stdout.endswith(
+        "\nestimated cost: unknown (no [prices.local-llama] in prhub.toml)\n"
+    )
+    assert dry.stdout.count("unknown") == 1
+    run = prhub(env, "weekly", "--week", "31", "--year", "2026")
+    summary = run.stderr.splitlines()[-1]
+    assert " · cost unknown (no [prices.local-llama] in prhub.toml) · " in summary
+    assert summary.count("unknown") == 1
+
+
 def test_dry_run_sends_nothing_and_needs_no_key(env, llm):
     result = prhub(
         {**env, "OPENAI_API_KEY": None}, "weekly", "--week", "31", "--year", "2026", "--dry-run"
@@ -164,15 +192,100 @@ def test_config_file_precedence_and_masking(env, tmp_path):
     )
     result = prhub(env, "config")
     assert result.exit_code == 0, result.stderr
+    path = tmp_path / "prhub.toml"
+    lines = result.stdout.splitlines()
+    for line in (
+        f'config_file = "{path}"  # found in {tmp_path}',
+        'repo = "acme/rocket"  # env PRHUB_REPO',
+        f'model = "repo-model"  # file {path} [repos."acme/rocket"]',  # the section beats the top
+        f'tz = "UTC"  # file {path}',
+        f"jobs = 2  # file {path}",
+        f"github_token = set ({len(GITHUB_TOKEN)} characters, not shown)  # env GITHUB_TOKEN",
+        f'prices.repo-model = {{"input": 1.0, "output": 2.0}}  # file {path} [prices.repo-model]',
+        'prices.gpt-4o-mini = {"input": 0.15, "output": 0.6}  # default',
+        "max_calls = 4  # default",
+    ):
+        assert line in lines, line
     out = result.stdout
-    assert f"config file: {tmp_path / 'prhub.toml'}" in out
-    assert 'model = "repo-model"' in out  # the repository's section beats the top level
-    assert 'tz = "UTC"' in out and "jobs = 2" in out
     assert GITHUB_TOKEN not in out and OPENAI_KEY not in out
-    assert "github_token = set (" in out
-    assert 'model = "env-model"' in prhub({**env, "PRHUB_MODEL": "env-model"}, "config").stdout
+    names = [line.split(" = ")[0] for line in lines]
+    assert len(names) == len(set(names)) and names.count("config_file") == 1  # each once
+    shown = prhub({**env, "PRHUB_MODEL": "env-model"}, "config", "--repo", "acme/other").stdout
+    assert 'model = "env-model"  # env PRHUB_MODEL' in shown.splitlines()
+    assert 'repo = "acme/other"  # flag --repo' in shown.splitlines()
     flagged = prhub({**env, "PRHUB_JOBS": "3"}, "config").stdout
-    assert "jobs = 3" in flagged  # environment beats the file
+    assert "jobs = 3  # env PRHUB_JOBS" in flagged.splitlines()  # environment beats the file
+
+
+def test_config_shows_the_built_in_defaults(env, tmp_path):
+    from prhub.model import TAG_ALIASES
+    from prhub.store import default_path
+
+    out = prhub({**env, "PRHUB_STORE": None}, "config").stdout.splitlines()
+    assert f'store = "{default_path()}"  # default' in out  # not null: the path in use
+    assert (
+        "config_file = null  # none found (--config, PRHUB_CONFIG, ./prhub.toml, "
+        "./pyproject.toml [tool.prhub])" in out
+    )
+    assert 'tags.bug = "bugfix"  # default' in out
+    assert len([line for line in out if line.startswith("tags.")]) == len(TAG_ALIASES)
+    assert "openai_api_key = set (" in "\n".join(out)
+    assert "noise_globs = []  # default" in out
+    assert any(line.startswith('noise.lock = ["bun.lockb", ') for line in out)
+
+
+def test_config_as_json_for_scripts(env, tmp_path):
+    (tmp_path / "prhub.toml").write_text("jobs = 2\n")
+    result = prhub(env, "config", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["jobs"] == {"value": 2, "source": f"file {tmp_path / 'prhub.toml'}"}
+    assert data["repo"] == {"value": "acme/rocket", "source": "env PRHUB_REPO"}
+    assert data["github_token"] == {
+        "value": f"set ({len(GITHUB_TOKEN)} characters, not shown)",
+        "source": "env GITHUB_TOKEN",
+    }
+    assert data["tz"] == {"value": "Asia/Shanghai", "source": "default"}
+    assert GITHUB_TOKEN not in result.stdout and OPENAI_KEY not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "variables", "toml", "message"),
+    [
+        (
+            ["--repo", "verl"],
+            {},
+            "",
+            "--repo: repository must look like owner/name (letters, digits, '-' in the owner; "
+            "also '.' and '_' in the name), got 'verl'",
+        ),
+        (
+            [],
+            {"PRHUB_REPO": "verl"},
+            "",
+            "PRHUB_REPO: repository must look like owner/name (letters, digits, '-' in the "
+            "owner; also '.' and '_' in the name), got 'verl'",
+        ),
+        ([], {"PRHUB_JOBS": "eight"}, "", "PRHUB_JOBS: must be a whole number, got 'eight'"),
+        (["--jobs", "0"], {}, "", "--jobs: must be at least 1, got 0"),
+        (
+            [],
+            {},
+            '[repos."acme/rocket"]\njobs = "eight"\n',
+            "{toml} [repos.\"acme/rocket\"] jobs: must be a whole number, got 'eight'",
+        ),
+        ([], {}, 'modle = "x"\n', "{toml} modle: no such setting; did you mean model?"),
+    ],
+)
+def test_errors_name_the_flag_variable_or_file_table_and_key(
+    env, tmp_path, args, variables, toml, message
+):
+    if toml:
+        (tmp_path / "prhub.toml").write_text(toml)
+    result = prhub({**env, **variables}, "weekly", *args)
+    assert result.exit_code == 3, result.output
+    path = tmp_path / "prhub.toml"
+    assert result.stderr == f"prhub: error: {message.format(toml=path)}\n"
 
 
 def test_secrets_in_a_config_file_are_refused(env, tmp_path):
@@ -256,15 +369,54 @@ def test_html_formats(env, tmp_path):
 
 
 def test_init_ci_writes_the_workflow_once(env, tmp_path):
+    import yaml
+
+    from prhub import __version__
     from prhub.ci import workflow_text
 
     result = prhub(env, "init-ci", str(tmp_path))
     assert result.exit_code == 0, result.stderr
     written = tmp_path / ".github" / "workflows" / "prhub-weekly.yml"
     assert written.read_text() == workflow_text()
+    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == f"prhub=={__version__}"
+    assert result.stdout == (
+        f"wrote {written}\n"
+        f"It installs prhub=={__version__} (from the package index); to install from elsewhere, "
+        "edit PRHUB_INSTALL in it\n"
+        "or rerun with --force --install GIT_URL.\n"
+        "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
+        "  secret    OPENAI_API_KEY    the key of your OpenAI-compatible endpoint (required)\n"
+        "  variable  OPENAI_BASE_URL   e.g. https://api.deepseek.com/v1 (unset: OpenAI)\n"
+        "  variable  PRHUB_MODEL       e.g. deepseek-chat (unset: gpt-4o-mini)\n"
+        "Then commit and push the file. It runs every Monday at 09:00 Beijing time, or by hand\n"
+        'from the Actions tab ("Run workflow").\n'
+    )
     again = prhub(env, "init-ci", str(tmp_path))
     assert again.exit_code == 3 and "--force" in again.stderr
     assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
+
+
+def test_init_ci_installs_from_a_git_url(env, tmp_path):
+    import yaml
+
+    url = "https://github.com/acme/prhub@v0.2.0"
+    result = prhub(env, "init-ci", str(tmp_path), "--install", url)
+    assert result.exit_code == 0, result.stderr
+    written = tmp_path / ".github" / "workflows" / "prhub-weekly.yml"
+    wanted = f"prhub @ git+{url}"
+    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == wanted
+    assert f"It installs {wanted} (as given); " in result.stdout
+
+
+def test_init_ci_refuses_a_directory_that_does_not_exist(env, tmp_path):
+    missing = tmp_path / "typo"
+    result = prhub(env, "init-ci", str(missing))
+    assert result.exit_code == 3
+    assert result.stderr == (
+        f"prhub: error: {missing} does not exist: give the checkout of the repository "
+        "to add it to\n"
+    )
+    assert not missing.exists()
 
 
 @pytest.mark.slow
@@ -344,7 +496,7 @@ def test_an_unreachable_llm_stops_the_week_with_its_own_code(env, llm):
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ('[prices.m]\ninput = "cheap"\noutput = 1\n', "prices.m.input"),
+        ('[prices.m]\ninput = "cheap"\noutput = 1\n', "[prices.m] input: must be a number"),
         ("repos = 3\n", "repos"),
         ('tz = "Mars/Base"\n', "unknown timezone"),
         ('encoding = "p50k_base"\n', "encoding"),

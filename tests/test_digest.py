@@ -210,3 +210,23 @@ def test_chunk_calls_carry_the_body_once(llm):
     assert len(first) == 1 and later
     assert "marker29" in first[0]
     assert all("marker29" not in text and "已在第 1 段给出" in text for text in later)
+
+
+def test_a_secret_the_model_writes_is_redacted_before_it_is_kept(llm):
+    token = "ghp_" + "Zq9Xw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed9Cb"
+
+    def leaky(body: dict[str, Any]) -> str:
+        reply = json.loads(default_responder(body))
+        reply["risks"] = [f"配置里写死了令牌 {token}，应改为读取环境变量。"]
+        return json.dumps(reply, ensure_ascii=False)
+
+    llm.responder = leaky
+    config = settings(llm)
+    client = LLM(config)
+    try:
+        made = digest_pr(make_pr([change("rocket/rollout/sampler.py")]), config, client)
+    finally:
+        client.close()
+    shown = render.digest_markdown(made) + render.digest_json(made)
+    assert token not in shown and "[REDACTED:github_token]" in made.content.risks[0]
+    assert made.meta.redactions.get("github_token") == 1

