@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import logging
 import os
 import signal
@@ -12,60 +10,29 @@ import time
 from collections.abc import Callable
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 
-from prhub.config import ENV, Settings, load_settings, version
+from prhub.config import Settings, load_settings, version
 from prhub.errors import Interrupted, PrhubError
-
-
-class _Help:
-    """Switches shown without a type (`--dry-run`, not `--dry-run <bool>`), and an unknown
-    option answered only with names close to it."""
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
-        for param in params:
-            if getattr(param, "is_flag", False):
-                param.metavar = ""
-        return params
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            parsed: list[str] = super().parse_args(ctx, args)  # type: ignore[misc]
-        except Exception as exc:  # click's NoSuchOption, whichever copy of click typer uses
-            if type(exc).__name__ == "NoSuchOption":
-                exc.possibilities = _guesses(exc.option_name, self.get_params(ctx))  # type: ignore[attr-defined]
-            raise
-        return parsed
-
-
-def _guesses(typo: str, params: list[Any]) -> list[str]:
-    """Options close to `typo` without their dashes (click keeps them: --bogus is near --jobs),
-    or a prefix either way: --rep for --repo, --output for --out."""
-    names = [o[2:] for p in params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
-    bare = typo.lstrip("-")
-    close = difflib.get_close_matches(bare, names, n=3, cutoff=0.7)
-    prefixed = [
-        n
-        for n in names
-        if min(len(n), len(bare)) >= 3 and (n.startswith(bare) or bare.startswith(n))
-    ]
-    return ["--" + n for n in dict.fromkeys([*close, *prefixed])]
-
-
-class _Command(_Help, TyperCommand):
-    pass
-
-
-class _Group(_Help, TyperGroup):
-    pass
-
+from prhub.options import (
+    MAX_PR,
+    SETTING_FLAGS,
+    SHARED,
+    WEEK,
+    WINDOW_FLAGS,
+    Command,
+    DryRunFlag,
+    Fmt,
+    Format,
+    Group,
+    help_text,
+    with_options,
+)
 
 app = typer.Typer(
-    cls=_Group,
+    cls=Group,
     help="Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -90,107 +57,6 @@ def _main(
     ] = False,
 ) -> None:
     """Chinese digests of merged GitHub pull requests: one per PR, one per ISO week."""
-
-
-class Format(StrEnum):
-    markdown = "markdown"
-    json = "json"
-    html = "html"
-
-
-class ResponseMode(StrEnum):
-    json_schema = "json_schema"
-    json_object = "json_object"
-
-
-Fmt = Annotated[Format, typer.Option("--format", help="output format")]
-DryRunFlag = Annotated[
-    bool, typer.Option("--dry-run", help="fetch and prepare only: show calls, tokens and cost")
-]
-
-
-def _text(text: str, default: Any = None) -> str:
-    """Help text with its default; rich markup would take an unescaped [...] for a style."""
-    if default is None:
-        return text
-    shown = str(default).replace("[", r"\[")
-    return rf"{text} \[default: {shown}]"
-
-
-# Options every digesting command takes, and those of the commands that cover a week. They are
-# written once here and added to each command's signature by `_with`.
-def _opt(kind: Any, *flags: str, text: str, default: Any = None) -> tuple[Any, Any]:
-    """One option's annotation and default; without a default the value may be None."""
-    return Annotated[
-        kind if default is not None else kind | None, typer.Option(*flags, help=text)
-    ], default
-
-
-def _set(name: str, kind: Any, text: str, default: Any = None) -> tuple[Any, Any]:
-    """The option of a setting: its variable and built-in default named in its help."""
-    text += f" (env {ENV[name]})" if name in ENV else ""
-    shown = Settings.model_fields[name].default if default is None else default
-    return _opt(kind, "--" + name.replace("_", "-"), text=_text(text, shown))
-
-
-SHARED = {
-    "repo": _set("repo", str, "owner/name"),
-    "github_url": _set("github_url", str, "GitHub API URL"),
-    "model": _set("model", str, "model name"),
-    "response_mode": _set("response_mode", ResponseMode, "structured output of the endpoint"),
-    "input_budget": _set("input_budget", int, "prompt tokens per call"),
-    "max_calls": _set("max_calls", int, "map calls for a PR too big for one"),
-    "store": _set("store", Path, "SQLite store", "prhub.db in the user data dir"),
-    "refresh": _opt(bool, "--refresh", text="refetch and resummarise everything", default=False),
-    "config": _opt(
-        Path,
-        "--config",
-        text=_text(
-            "config file (env PRHUB_CONFIG)", "./prhub.toml, else ./pyproject.toml [tool.prhub]"
-        ),
-    ),
-    "prompt_dir": _set("prompt_dir", Path, "your own prompt versions, tried first"),
-    "quiet": _opt(
-        bool, "--quiet", "-q", text="no progress, no summary (weekly: its path)", default=False
-    ),
-    "verbose": _opt(bool, "--verbose", "-v", text="log each request and retry", default=False),
-}
-WEEK = {
-    "week": _opt(int, "--week", text=_text("ISO week", "the last complete week")),
-    "year": _opt(int, "--year", text=_text("ISO year of --week", "the current one")),
-    "since": _opt(str, "--since", text="first date, instead of --week"),
-    "until": _opt(str, "--until", text=_text("last date, inclusive", "now")),
-    "tz": _set("tz", str, "timezone of the week"),
-    "jobs": _set("jobs", int, "PRs summarised at once"),
-}
-MAX_PR = 2**31 - 1  # GitHub's numbers are 32-bit; a larger one is a typo
-
-# The options that are settings (the rest choose what a run does, not how).
-SETTING_FLAGS = (
-    *("repo", "github_url", "model", "response_mode", "input_budget", "max_calls"),
-    *("store", "refresh", "prompt_dir", "tz", "jobs", "allow_unmerged"),
-)
-WINDOW_FLAGS = ("year", "week", "since", "until")
-C = TypeVar("C", bound=Callable[..., None])
-
-
-def _with(*groups: dict[str, tuple[Any, Any]]) -> Callable[[C], C]:
-    """Adds the options of `groups` to a command's signature; they arrive in its **options."""
-
-    def add(command: C) -> C:
-        signature = inspect.signature(command, eval_str=True)
-        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        extra = [
-            inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind
-            )
-            for group in groups
-            for name, (kind, default) in group.items()
-        ]
-        command.__signature__ = signature.replace(parameters=[*own, *extra])  # type: ignore[attr-defined]
-        return command
-
-    return add
 
 
 def _settings(options: dict[str, Any]) -> Settings:
@@ -225,8 +91,8 @@ def _warn(settings: Settings) -> None:
         typer.echo(f"prhub: {line}", err=True)
 
 
-@app.command(cls=_Command)
-@_with(SHARED)
+@app.command(cls=Command)
+@with_options(SHARED)
 def summarize(
     pr: Annotated[
         int,
@@ -238,7 +104,7 @@ def summarize(
     dry_run: DryRunFlag = False,
     fmt: Fmt = Format.markdown,
     out: Annotated[
-        Path | None, typer.Option("--out", help=_text("write to this file", "stdout"))
+        Path | None, typer.Option("--out", help=help_text("write to this file", "stdout"))
     ] = None,
     **options: Any,
 ) -> None:
@@ -269,15 +135,15 @@ def summarize(
         _fail(exc)
 
 
-@app.command(cls=_Command)
-@_with(WEEK, SHARED)
+@app.command(cls=Command)
+@with_options(WEEK, SHARED)
 def weekly(
     dry_run: DryRunFlag = False,
     fmt: Fmt = Format.markdown,
     out: Annotated[
         str | None,
         typer.Option(
-            "--out", help=_text("file, or - for stdout", "YEAR-WNN.md in reports/OWNER/REPO")
+            "--out", help=help_text("file, or - for stdout", "YEAR-WNN.md in reports/OWNER/REPO")
         ),
     ] = None,
     **options: Any,
@@ -303,12 +169,12 @@ def weekly(
         _fail(exc)
 
 
-@app.command(cls=_Command)
-@_with(WEEK, SHARED)
+@app.command(cls=Command)
+@with_options(WEEK, SHARED)
 def labels(
     tag: Annotated[str | None, typer.Option("--tag", help="only this tag")] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help=_text("write to this file", "stdout"))
+        Path | None, typer.Option("--out", help=help_text("write to this file", "stdout"))
     ] = None,
     **options: Any,
 ) -> None:
@@ -353,8 +219,8 @@ class ConfigFormat(StrEnum):
     json = "json"
 
 
-@app.command("config", cls=_Command)
-@_with({n: SHARED[n] for n in ("repo", "config")})
+@app.command("config", cls=Command)
+@with_options({n: SHARED[n] for n in ("repo", "config")})
 def show_config(
     fmt: Annotated[ConfigFormat, typer.Option("--format", help="text, or json for scripts")] = (
         ConfigFormat.text
@@ -375,8 +241,8 @@ def show_config(
         typer.echo(row.text())
 
 
-@app.command(cls=_Command)
-@_with({"prompt_dir": SHARED["prompt_dir"]})
+@app.command(cls=Command)
+@with_options({"prompt_dir": SHARED["prompt_dir"]})
 def prompts(**options: Any) -> None:
     """List the prompt templates and their versions; the latest is used."""
     from prhub import pipeline
@@ -388,7 +254,7 @@ def prompts(**options: Any) -> None:
         _fail(exc)
 
 
-@app.command("init-ci", cls=_Command)
+@app.command("init-ci", cls=Command)
 def init_ci(
     path: Annotated[
         Path, typer.Argument(help="the repository checkout to add the workflow to")
@@ -397,7 +263,7 @@ def init_ci(
         str | None,
         typer.Option(
             "--install",
-            help=_text("git URL or pip requirement that installs prhub", "this version from PyPI"),
+            help=help_text("git URL or pip requirement for prhub", "this version from PyPI"),
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,

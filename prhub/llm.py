@@ -151,43 +151,44 @@ class LLM:
             raise ContextTooLong(
                 f"prompt of {tokens} tokens exceeds the input budget {self.settings.input_budget}"
             )
-        usage = Usage()
-        reply, call_usage, cut = self._ask(messages, schema)
-        usage += call_usage
-        try:
-            return read(reply, schema), usage
-        except ReplyError as problem:
-            self._log_rejected(reply, problem)
-            if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one
-                correction = _CUT_OFF.format(limit=self.settings.output_tokens)
-            else:
-                correction = (
-                    f"上一条回复没有通过校验：\n{problem}\n"
-                    "请修正后重新输出完整的 JSON 对象，只输出 JSON，不要其他文字。"
-                )
-            retry_messages = [
-                *messages,
-                {"role": "assistant", "content": reply},
-                {"role": "user", "content": correction},
-            ]
-            reply, call_usage, cut = self._ask(retry_messages, schema)
+        usage, sent = Usage(), messages
+        for attempt in (1, 2):
+            reply, call_usage, cut = self._ask(sent, schema)
             usage += call_usage
             try:
                 return read(reply, schema), usage
-            except ReplyError as again:
-                self._log_rejected(reply, again)
-                if cut:
-                    raise LLMInvalidReply(
-                        "the model's reply was cut off at the output limit "
-                        f"({self.settings.output_tokens} tokens) twice: raise "
-                        "PRHUB_OUTPUT_TOKENS or use a model that writes less"
-                    ) from None
-                first = str(again).splitlines()[0]
-                other = " or --response-mode json_object" if self._mode == "json_schema" else ""
-                raise LLMInvalidReply(
-                    f"the model's reply failed validation twice ({first}); try another "
-                    f"model{other}; --verbose logs the replies"
-                ) from None
+            except ReplyError as problem:
+                self._log_rejected(reply, problem)
+                if attempt == 2:
+                    raise self._invalid(problem, cut) from None
+                sent = [
+                    *messages,
+                    {"role": "assistant", "content": reply},
+                    {"role": "user", "content": self._correction(problem, cut)},
+                ]
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _correction(self, problem: ReplyError, cut: bool) -> str:
+        if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one
+            return _CUT_OFF.format(limit=self.settings.output_tokens)
+        return (
+            f"上一条回复没有通过校验：\n{problem}\n"
+            "请修正后重新输出完整的 JSON 对象，只输出 JSON，不要其他文字。"
+        )
+
+    def _invalid(self, problem: ReplyError, cut: bool) -> LLMInvalidReply:
+        if cut:
+            return LLMInvalidReply(
+                "the model's reply was cut off at the output limit "
+                f"({self.settings.output_tokens} tokens) twice: raise "
+                "PRHUB_OUTPUT_TOKENS or use a model that writes less"
+            )
+        first = str(problem).splitlines()[0]
+        other = " or --response-mode json_object" if self._mode == "json_schema" else ""
+        return LLMInvalidReply(
+            f"the model's reply failed validation twice ({first}); try another "
+            f"model{other}; --verbose logs the replies"
+        )
 
     def _log_rejected(self, reply: str, problem: ReplyError) -> None:
         log.info(
