@@ -31,7 +31,7 @@ import traceback
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from prhub import checks, pipeline  # noqa: E402
 from prhub.config import Settings, load_settings, shown_url  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.ground import PATH, SPAN, pr_source  # noqa: E402
+from prhub.llm import LLM  # noqa: E402
 from prhub.model import DigestContent, PRDigest, PullRequest, Usage  # noqa: E402
 from prhub.reply import PLACEHOLDERS, example  # noqa: E402
 
@@ -144,15 +145,17 @@ class Requests:
         self.refused = 0
         self.attached = False
 
-    def attach(self, run: pipeline.Run) -> None:
+    def attach(self, llm: LLM) -> None:
         # The openai SDK keeps its httpx client private; without it the columns show "-".
-        http = getattr(getattr(run.llm, "client", None), "_client", None)
+        http = getattr(llm.client, "_client", None)
         hooks = getattr(http, "event_hooks", None)
         if not isinstance(hooks, dict):
             return
-        hooks.setdefault("request", []).append(self._request)
-        hooks.setdefault("response", []).append(self._response)
-        http.event_hooks = hooks  # type: ignore[union-attr]
+        # Ours first: prhub's own hook raises on a malformed answer, which still counts.
+        http.event_hooks = {  # type: ignore[union-attr]
+            "request": [self._request, *hooks.get("request", [])],
+            "response": [self._response, *hooks.get("response", [])],
+        }
         self.attached = True
 
     def _request(self, request: Any) -> None:
@@ -479,10 +482,12 @@ def main() -> None:
         flags = {"repo": repo, "github_url": github_url, "github_token": TOKEN}
         try:
             settings = load_settings({**flags, "store": Path(tmp) / "quality.db"})
-            run = stack.enter_context(pipeline.Run(settings, "bench"))
+            # Made here, as the run would make it at its first call, to count its requests.
+            llm = stack.enter_context(closing(LLM(settings)))
+            counts.attach(llm)
+            run = stack.enter_context(pipeline.Run(settings, "bench", llm=llm))
         except PrhubError as exc:
             sys.exit(f"cannot start: {exc}")
-        counts.attach(run)
         for i, number in enumerate(numbers, 1):
             row, digest = measure(run, number, payloads.get(number, {}), counts, logs)
             rows.append(row)

@@ -18,16 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
 from prhub.errors import ConfigError
+from prhub.logmask import shown_url as shown_url
 
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
 _REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
-_SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.I)
 
 # Environment variable for each setting; flags given on the command line win over these.
 ENV = {
@@ -149,26 +148,6 @@ class Settings(BaseModel):
         fields = ("encoding", "input_budget", "output_tokens", "max_calls", "noise_globs")
         data = json.dumps({f: getattr(self, f) for f in fields}, sort_keys=True, default=list)
         return hashlib.sha256(data.encode()).hexdigest()[:12]
-
-
-def shown_url(url: str | None) -> str:
-    """A URL fit for messages and logs: credentials and key-like query values masked."""
-    if not url:
-        return ""
-    # Up to the last "@" before the query when a login is there: a password may hold "@" or "/"
-    # unescaped. "host:8080/a@b" is a port and a path, "user:pa/ss@host" a password.
-    login = re.match(r"[^:/]+://([^?#]*)@", url)
-    if login and ("/" not in login.group(1) or re.match(r"[^/]*:(?!\d+(?:/|$))", login.group(1))):
-        url = url[: url.index("://") + 3] + url[login.end() :]
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # not a URL at all: shown without its query, the login already gone
-        return url.split("?", 1)[0]
-    query = "&".join(
-        f"{k}=***" if _SECRET_PARAM.search(k) else (f"{k}={v}" if v else k)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
 def price(settings: Settings) -> tuple[float, float] | None:

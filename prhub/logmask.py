@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import re
 from typing import IO
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from prhub.config import shown_url
-
+_SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.I)
 # A URL up to the first character that cannot be part of one in a log line.
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 # A key-like name, then "=" or ":" (as in a query, a header or a dict's repr), then its value.
@@ -45,3 +45,23 @@ def handler(stream: IO[str]) -> logging.Handler:
     out = logging.StreamHandler(stream)
     out.addFilter(MaskFilter())
     return out
+
+
+def shown_url(url: str | None) -> str:
+    """A URL fit for messages and logs: credentials and key-like query values masked."""
+    if not url:
+        return ""
+    # Up to the last "@" before the query when a login is there: a password may hold "@" or "/"
+    # unescaped. "host:8080/a@b" is a port and a path, "user:pa/ss@host" a password.
+    login = re.match(r"[^:/]+://([^?#]*)@", url)
+    if login and ("/" not in login.group(1) or re.match(r"[^/]*:(?!\d+(?:/|$))", login.group(1))):
+        url = url[: url.index("://") + 3] + url[login.end() :]
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL at all: shown without its query, the login already gone
+        return url.split("?", 1)[0]
+    query = "&".join(
+        f"{k}=***" if _SECRET_PARAM.search(k) else (f"{k}={v}" if v else k)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
