@@ -45,6 +45,9 @@ LABELS = {
 }
 
 
+TITLE_CHECKS = frozenset({"title_multiline", "title_too_long", "title_not_chinese", "title_copied"})
+
+
 def chinese(text: str, least: int = 4) -> bool:
     """Mostly Chinese once code, paths and identifiers are set aside."""
     prose = _CODEISH.sub(" ", text)

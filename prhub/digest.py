@@ -14,6 +14,7 @@ from prhub.errors import ConfigError
 from prhub.ground import ground_digest
 from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
 from prhub.model import (
+    ChineseTitle,
     ChunkNotes,
     Coverage,
     DigestContent,
@@ -36,6 +37,7 @@ MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, j
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
 LATER_BODY = 80  # tokens of the PR body in chunk calls after the first
+TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is shown
 BODY_ONCE = "\n（PR 描述的其余部分已在第 1 段给出）"
 
 Messages = list[dict[str, str]]
@@ -163,7 +165,7 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         messages = _final_messages(prepared, notes, settings, llm.mode)
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
-    content, dropped, failed, spent = checked_reply(messages, pr, llm)
+    content, dropped, failed, spent = checked_reply(messages, pr, settings, llm)
     content, leaked = scrub_reply(content)
     usage += spent
     modules, kind, breaking = parse_title(pr.title)
@@ -201,12 +203,13 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
 
 
 def checked_reply(
-    messages: Messages, pr: PullRequest, llm: LLM
+    messages: Messages, pr: PullRequest, settings: Settings, llm: LLM
 ) -> tuple[DigestContent, int, list[str], Usage]:
     """The model's digest, grounded and checked; one corrective call when a check fails.
 
-    Returns the digest that fails fewer checks, its dropped citations, the checks it still
-    fails, and the usage of both calls.
+    When only the title is wrong, the call asks for the title alone (small models copy the
+    English title back when asked for the whole digest again). Returns the digest that fails
+    fewer checks, its dropped citations, the checks it still fails, and the usage of both calls.
     """
     facts = pr_facts(pr)
     content, usage = llm.complete(messages, DigestContent)
@@ -215,11 +218,17 @@ def checked_reply(
     if not failed:
         return content, dropped, failed, usage
     log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
-    # The same prompt with what was wrong: the earlier reply is not sent back, so the call
-    # stays within the budget the first one was planned for.
-    *head, last = messages
-    told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
-    again, more = llm.complete([*head, told], DigestContent)
+    if set(failed) <= checks.TITLE_CHECKS:
+        title, more = llm.complete(
+            _title_messages(pr, content, failed, settings, llm), ChineseTitle
+        )
+        again = content.model_copy(update={"title": title.title})
+    else:
+        # The same prompt with what was wrong: the earlier reply is not sent back, so the call
+        # stays within the budget the first one was planned for.
+        *head, last = messages
+        told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
+        again, more = llm.complete([*head, told], DigestContent)
     again, again_dropped = ground_digest(again, pr)
     still = checks.failures(again, pr, facts)
     if len(still) <= len(failed):
@@ -227,6 +236,17 @@ def checked_reply(
     if failed:
         log.warning("#%d: the digest still fails %s", pr.number, ", ".join(failed))
     return content, dropped, failed, usage + more
+
+
+def _title_messages(
+    pr: PullRequest, content: DigestContent, failed: list[str], settings: Settings, llm: LLM
+) -> Messages:
+    return prompt(settings, "digest_title").messages(
+        title=pr.title,
+        summary=truncate(content.advice, TITLE_SUMMARY, settings.encoding),
+        problems="；".join(checks.MESSAGES[name] for name in failed),
+        schema=llm.schema_text(ChineseTitle),
+    )
 
 
 def retag(digest: PRDigest, settings: Settings) -> PRDigest:

@@ -164,6 +164,14 @@ class ChunkNotes(BaseModel):
     risks: Texts = Field([], description="这一部分的风险")
 
 
+class ChineseTitle(BaseModel):
+    """The title alone, asked again when the digest's title broke its rules."""
+
+    model_config = REPLY
+
+    title: str = Field(description="一句中文标题，不超过 40 个字，代码标识符保留原文")
+
+
 class DigestMeta(BaseModel):
     prompt: str  # task@version
     model: str

@@ -25,6 +25,7 @@ from prhub.errors import StoreError
 from prhub.llm import load_prompt
 from prhub.migrations import MIGRATIONS
 from prhub.model import (
+    ChineseTitle,
     ChunkNotes,
     DigestContent,
     PRDigest,
@@ -42,13 +43,14 @@ LEASE_SECONDS = 1800.0  # a holder that neither finishes nor dies in this time i
 
 def digest_key(pr: PullRequest, settings: Settings) -> str:
     """Names every input that changes a digest: PR content, prompts, model, prepare settings."""
-    prompts = [load_prompt(t, prompt_dir=settings.prompt_dir) for t in ("digest", "digest_notes")]
+    tasks = ("digest", "digest_notes", "digest_title")
+    prompts = [load_prompt(t, prompt_dir=settings.prompt_dir) for t in tasks]
     return _hash(
         pr.repo,
         str(pr.number),
         pr.version,
         *(f"{p.id}:{p.fingerprint}" for p in prompts),
-        _schema(DigestContent, ChunkNotes),
+        _schema(DigestContent, ChunkNotes, ChineseTitle),
         settings.model,
         settings.response_mode,
         settings.prepare_key(),

@@ -177,6 +177,7 @@ def test_an_english_title_is_corrected_with_one_extra_call(llm):
         client.close()
     assert len(asked) == 2 and made.meta.usage.calls == 2
     assert "标题必须用中文" in asked[1] and "标题必须用中文" not in asked[0]
+    assert "请写这个 PR 的中文标题" in asked[1]  # the title alone is asked again
     assert made.content.title.startswith("采样温度") and made.meta.failed_checks == []
 
 
