@@ -388,3 +388,26 @@ def test_a_week_the_store_serves_whole_needs_no_api_key(github, smart_llm, tmp_p
     again = pipeline.weekly(keyless, year=2026, week=31)
     assert again.digests == first.digests and again.narrative == first.narrative
     assert len(smart_llm.bodies) == calls
+
+
+def reshaped(body: dict[str, Any]) -> str:
+    """A real model's habits at once: a think block, prose around a fence, a number written
+    as a string, a choice with a note after it, empty lists left out."""
+    reply = json.loads(responder(body))
+    if "importance" in reply:
+        reply["importance"] = str(reply["importance"])
+        reply["verdict"] = f"{reply['verdict']}（约 {reply['minutes']} 分钟）"
+    reply = {k: v for k, v in reply.items() if v != []}
+    text = json.dumps(reply, ensure_ascii=False, indent=2)
+    think = "<think>\n先看 diff，再写导读。\n</think>\n"
+    return f"{think}好的，导读如下：\n```json\n{text}\n```\n以上。"
+
+
+def test_replies_in_real_models_shapes_cost_no_extra_call(github, llm, tmp_path):
+    llm.responder = reshaped
+    config = settings(github, llm, tmp_path, response_mode="json_object")
+    with pipeline.Run(config, "summarize") as run:
+        made = [run.summarize(n) for n in (101, 102, 103)]
+    assert len(llm.bodies) == 3  # one request a PR: nothing was asked again
+    assert all(d.meta.failed_checks == [] and d.meta.usage.calls == 1 for d in made)
+    assert all(d.content.verdict in ("精读", "快速浏览", "可跳过") for d in made)
