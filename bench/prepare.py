@@ -58,7 +58,7 @@ def main(argv: list[str]) -> None:
 
     def run(pr: PullRequest) -> PreparedPR:
         # The budgets summarize uses: what is left of the input budget after the prompt's text.
-        chunk_budget, index_budget = budgets(pr, settings)
+        chunk_budget, index_budget, _ = budgets(pr, settings)
         return prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
 
     patches = [[f.patch or "" for f in pr.files] for pr in prs]

@@ -151,22 +151,22 @@ class LLM:
             raise ContextTooLong(
                 f"prompt of {tokens} tokens exceeds the input budget {self.settings.input_budget}"
             )
-        usage, sent = Usage(), messages
-        for attempt in (1, 2):
+        usage, sent, corrected = Usage(), messages, False
+        while True:
             reply, call_usage, cut = self._ask(sent, schema)
             usage += call_usage
             try:
                 return read(reply, schema), usage
             except ReplyError as problem:
                 self._log_rejected(reply, problem)
-                if attempt == 2:
+                if corrected:
                     raise self._invalid(problem, cut) from None
                 sent = [
                     *messages,
                     {"role": "assistant", "content": reply},
                     {"role": "user", "content": self._correction(problem, cut)},
                 ]
-        raise AssertionError("unreachable")  # the loop returns or raises
+                corrected = True
 
     def _correction(self, problem: ReplyError, cut: bool) -> str:
         if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one

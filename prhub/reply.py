@@ -97,10 +97,9 @@ def read(reply: str, schema: type[M]) -> M:
         if copied:  # a small model may hand the example back instead of filling it in
             raise ReplyError(f"the example's placeholder was copied, not filled in: {min(copied)}")
         return valid
-    assert closest is not None
+    errors = closest.errors()[:10] if closest else []  # every object found failed validation
     problems = [
-        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-        for err in closest.errors()[:10]
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in errors
     ]
     raise ReplyError("\n".join(problems), str(closest))
 
