@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TypeVar
 
-from prhub import retry
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -42,10 +41,12 @@ def each(
     work: Callable[[int, V], T],
     jobs: int,
     tick: Callable[[int], None] = lambda _: None,
+    stop: Callable[[], None] = lambda: None,
 ) -> tuple[dict[int, T], list[FailedPR]]:
     """Runs `work` per PR, in the order given, on `jobs` threads.
 
-    Returns the results and the PRs that failed on their own; raises what stops the run.
+    Returns the results and the PRs that failed on their own; raises what stops the run,
+    after calling `stop` so that the run's work in flight ends too.
     """
     results: dict[int, T] = {}
     failed: list[FailedPR] = []
@@ -61,7 +62,6 @@ def each(
             except PrhubError as exc:
                 down += isinstance(exc, LLMUnavailable | GitHubUnavailable)
                 if stops_run(exc, down, len(results)):
-                    retry.halt()  # PRs in flight stop at their next request or pause
                     raise
                 failed.append(FailedPR(number=number, error=str(exc)))
             tick(done)
@@ -70,8 +70,9 @@ def each(
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     except BaseException:
-        # Start nothing more; the workers in flight stop at their next request or pause.
-        retry.halt()
+        # A fatal error or a bug: start nothing more, and the run's workers in flight stop at
+        # their next request or pause.
+        stop()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown()

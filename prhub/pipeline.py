@@ -90,7 +90,6 @@ class Run:
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
-        retry.resume()
         source, llm, store = self._clients
         with ExitStack() as opening:
             if store is None:
@@ -225,7 +224,7 @@ class Run:
         waited = False
         while not self.store.lease(key, self._holder):
             waited = True
-            retry.pause(LEASE_POLL)
+            retry.pause(LEASE_POLL, self._retries)
             if found := self.store.digest(key):
                 return found, True  # made by the other run since this one asked
         try:
@@ -257,6 +256,7 @@ class Run:
             lambda n, hit: self.load_pr(n, hit.get("updated_at")),
             self.settings.jobs,
             lambda done: self.progress("fetch", done, len(hits)),
+            self._retries.stop,
         )
 
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
@@ -270,6 +270,7 @@ class Run:
             lambda n, pr: self.cached_digest(pr),
             settings.jobs,
             lambda done: self.progress("summarize", done, len(order)),
+            self._retries.stop,
         )
         failed = sorted([*failed, *digest_failed], key=lambda f: f.number)
         digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}

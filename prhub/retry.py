@@ -44,7 +44,7 @@ class Halted(BaseException):
     """
 
 
-_halt = threading.Event()
+_halt = threading.Event()  # the whole process: a signal
 
 
 def halt() -> None:
@@ -53,7 +53,7 @@ def halt() -> None:
 
 
 def resume() -> None:
-    """Lets requests start again: a new run begins."""
+    """Lets requests start again (for a process that goes on after a halt, such as tests)."""
     _halt.clear()
 
 
@@ -61,18 +61,32 @@ def halted() -> bool:
     return _halt.is_set()
 
 
-def pause(seconds: float) -> None:
-    """A pause that a halt cuts short (raising Halted)."""
-    if _halt.wait(seconds):
-        raise Halted()
+def pause(seconds: float, counter: RetryCounter | None = None) -> None:
+    """A pause that a halt of the process, or a stop of the run, cuts short (raising Halted)."""
+    deadline = time.monotonic() + seconds
+    while not _stopped(counter):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        _halt.wait(min(left, 0.1))  # a run's stop is seen within a tenth of a second
+    raise Halted()
+
+
+def _stopped(counter: RetryCounter | None) -> bool:
+    return _halt.is_set() or (counter is not None and counter.stopped.is_set())
 
 
 class RetryCounter:
-    """Counts retries across threads, for the run summary."""
+    """One run's retries, counted across threads for its summary, and its stop: once the run
+    ends for an error, its requests in other threads stop too, and other runs' do not."""
 
     def __init__(self) -> None:
         self.count = 0
         self._lock = threading.Lock()
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
 
     def add(self) -> None:
         with self._lock:
@@ -86,7 +100,7 @@ def call(
     *,
     what: str,
     counter: RetryCounter | None = None,
-    sleep: Callable[[float], None] = pause,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged.
@@ -96,7 +110,7 @@ def call(
     started = clock()
 
     def attempt() -> T:
-        if _halt.is_set():
+        if _stopped(counter):
             raise Halted()
         return fn()
 
@@ -133,6 +147,6 @@ def call(
         retry=should_retry,
         before_sleep=before_sleep,
         reraise=True,
-        sleep=sleep,
+        sleep=sleep or (lambda seconds: pause(seconds, counter)),
     )
     return retrying(attempt)

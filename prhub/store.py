@@ -38,6 +38,7 @@ from prhub.model import (
 B = TypeVar("B", bound=BaseModel)
 log = logging.getLogger("prhub")
 
+OPEN_ATTEMPTS = 5
 LEASE_SECONDS = 1800.0  # a holder that neither finishes nor dies in this time is taken over
 
 
@@ -92,18 +93,7 @@ class Store:
         self._lock = threading.Lock()
         if self.path.is_dir():
             raise StoreError(f"the store {self.path} is a directory: pass --store FILE")
-        db = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA busy_timeout=10000")  # first: the steps below may wait on a lock
-            db.execute("PRAGMA journal_mode=WAL")
-            _migrate(db)
-        except (OSError, sqlite3.Error) as exc:
-            if db is not None:
-                db.close()
-            raise StoreError(f"cannot open the store {self.path} ({exc}): {_advice(exc)}") from None
-        self._db = db
+        self._db = _open(self.path)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -278,6 +268,28 @@ class Store:
         # gets a StoreError ("closed database"), never a connection freed under it.
         with self._lock:
             self._db.close()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """The store's connection, in WAL mode and migrated."""
+    for attempt in range(1, OPEN_ATTEMPTS + 1):
+        db = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA busy_timeout=10000")  # first: the steps below may wait on a lock
+            db.execute("PRAGMA journal_mode=WAL")
+            _migrate(db)
+            return db
+        except (OSError, sqlite3.Error) as exc:
+            if db is not None:
+                db.close()
+            # Switching a new file to WAL while another run does the same can answer "locked"
+            # at once, without waiting: two cron jobs starting together.
+            if "locked" not in str(exc) or attempt == OPEN_ATTEMPTS:
+                raise StoreError(f"cannot open the store {path} ({exc}): {_advice(exc)}") from None
+            time.sleep(0.2 * attempt)
+    raise StoreError(f"cannot open the store {path}: it stayed locked")
 
 
 def _migrate(db: sqlite3.Connection) -> None:

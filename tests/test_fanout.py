@@ -203,3 +203,14 @@ def test_a_bug_in_the_work_cancels_the_rest_too():
     with pytest.raises(KeyError):
         each({n: n for n in range(1, 21)}, work, jobs=1)
     assert len(calls) < 20
+
+
+def test_a_fatal_error_stops_the_run_through_its_stop():
+    stopped = []
+    work, _ = scripted({1: ConfigError("no key")})
+    with pytest.raises(ConfigError):
+        each({n: n for n in range(1, 4)}, work, jobs=1, stop=lambda: stopped.append(True))
+    assert stopped == [True]
+    stopped.clear()
+    each({n: n for n in range(1, 4)}, scripted({})[0], jobs=2, stop=lambda: stopped.append(True))
+    assert stopped == []  # a run that ends well stops nothing

@@ -208,3 +208,23 @@ def test_a_halt_cuts_a_pause_between_attempts_short():
     with pytest.raises(retry.Halted):
         retry.call(fn, config, backoff, what="x")
     assert time.monotonic() - started < 5 and len(calls) == 1  # not the 30 s pause
+
+
+def test_a_runs_stop_halts_its_own_requests_only():
+    mine, other = RetryCounter(), RetryCounter()
+    mine.stop()
+    with pytest.raises(retry.Halted):
+        retry.call(lambda: "sent", settings(), backoff, what="x", counter=mine)
+    assert retry.call(lambda: "sent", settings(), backoff, what="x", counter=other) == "sent"
+    assert not retry.halted()  # the process goes on
+
+
+def test_a_runs_stop_cuts_its_pause_short():
+    counter = RetryCounter()
+    config = settings(max_attempts=5, retry_base_wait=30.0, max_retry_wait=60.0)
+    threading.Timer(0.2, counter.stop).start()
+    fn, calls = failing(5, Flaky("down"))
+    started = time.monotonic()
+    with pytest.raises(retry.Halted):
+        retry.call(fn, config, backoff, what="x", counter=counter)
+    assert time.monotonic() - started < 5 and len(calls) == 1
