@@ -12,9 +12,11 @@ TITLE_MAX = 40  # characters
 DOCS_IMPORTANCE_MAX = 4.0  # a PR that only edits documentation is not a key change
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN = re.compile(r"[A-Za-z]")
-# Code spans, URLs, paths and identifiers (snake_case, dotted, CAPS): English by nature.
+# Code spans, URLs, paths and identifiers (snake_case, dotted, CAPS, CamelCase): English by nature.
 _CODEISH = re.compile(
-    r"`[^`]*`|https?://\S+|(?:[\w.-]+/)+[\w.-]+|\b\w*[_.]\w+\b|\b[A-Z0-9]{2,}\w*\b", re.ASCII
+    r"`[^`]*`|https?://\S+|(?:[\w.-]+/)+[\w.-]+|\b\w*[_.]\w+\b|\b[A-Z0-9]{2,}\w*\b"
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b",  # CamelCase: a class name
+    re.ASCII,
 )
 _PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)*\w+(\([^)]*\))?!?:")
 _REVERT_WORDS = ("回滚", "撤销", "还原", "撤回", "回退", "revert")

@@ -84,6 +84,7 @@ def test_each_check_names_what_is_wrong(change: dict[str, str], failed: str) -> 
 def test_identifiers_do_not_make_a_chinese_title_english() -> None:
     assert checks.chinese("修复 FSDP2 checkpoint 加载时的 OOM 问题")
     assert checks.chinese("为 `compute_policy_loss` 增加 token 级别的聚合模式")
+    assert checks.chinese("修复 BucketedWeightReceiver 中的 IPC 错误")  # a real model's title
     assert not checks.chinese("Fix FSDP2 checkpoint loading OOM")
     assert not checks.chinese("修复 bug")  # too little Chinese to say anything
 
