@@ -165,7 +165,9 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         messages = _final_messages(prepared, notes, settings, llm.mode)
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
-    content, dropped, failed, spent = checked_reply(messages, pr, settings, llm)
+    content, dropped, failed, spent, title_prompt = checked_reply(messages, pr, settings, llm)
+    if title_prompt:
+        prompt_id += f"+{title_prompt}"  # the published title came from the title prompt
     content, leaked = scrub_reply(content)
     usage += spent
     modules, kind, breaking = parse_title(pr.title)
@@ -204,7 +206,7 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
 
 def checked_reply(
     messages: Messages, pr: PullRequest, settings: Settings, llm: LLM
-) -> tuple[DigestContent, int, list[str], Usage]:
+) -> tuple[DigestContent, int, list[str], Usage, str | None]:
     """The model's digest, grounded and checked; one corrective call when a check fails.
 
     When only the title is wrong, the call asks for the title alone (small models copy the
@@ -216,9 +218,10 @@ def checked_reply(
     content, dropped = ground_digest(content, pr)
     failed = checks.failures(content, pr, facts)
     if not failed:
-        return content, dropped, failed, usage
+        return content, dropped, failed, usage, None
     log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
-    if set(failed) <= checks.TITLE_CHECKS:
+    title_only = set(failed) <= checks.TITLE_CHECKS
+    if title_only:
         title, more = llm.complete(
             _title_messages(pr, content, failed, settings, llm), ChineseTitle
         )
@@ -231,11 +234,14 @@ def checked_reply(
         again, more = llm.complete([*head, told], DigestContent)
     again, again_dropped = ground_digest(again, pr)
     still = checks.failures(again, pr, facts)
-    if len(still) <= len(failed):
+    # A tie keeps the first answer: a retry that trades one fault for another is no better.
+    used = None
+    if len(still) < len(failed):
         content, dropped, failed = again, again_dropped, still
+        used = prompt(settings, "digest_title").id if title_only else None
     if failed:
         log.warning("#%d: the digest still fails %s", pr.number, ", ".join(failed))
-    return content, dropped, failed, usage + more
+    return content, dropped, failed, usage + more, used
 
 
 def _title_messages(
