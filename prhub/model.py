@@ -220,23 +220,17 @@ class PRDigest(BaseModel):
 _TITLE = re.compile(r"^\s*((?:\[[^\]]*\]\s*)+)?\s*([A-Za-z]+)?(?:\([^)]*\))?(!)?\s*:\s*")
 # Types in titles, as readers call them.
 KIND_TAGS = {
-    "feat": "feature",
-    "feature": "feature",
-    "fix": "bugfix",
-    "bugfix": "bugfix",
-    "hotfix": "bugfix",
-    "refactor": "refactor",
-    "perf": "perf",
-    "doc": "docs",
-    "docs": "docs",
-    "test": "test",
-    "tests": "test",
-    "ci": "ci",
-    "chore": "chore",
-    "build": "build",
-    "style": "style",
-    "misc": "chore",
-    "revert": "revert",
+    **dict.fromkeys(("feat", "feature"), "feature"),
+    **dict.fromkeys(("fix", "bugfix", "hotfix"), "bugfix"),
+    **dict.fromkeys(("refactor",), "refactor"),
+    **dict.fromkeys(("perf",), "perf"),
+    **dict.fromkeys(("doc", "docs"), "docs"),
+    **dict.fromkeys(("test", "tests"), "test"),
+    **dict.fromkeys(("ci",), "ci"),
+    **dict.fromkeys(("chore", "misc"), "chore"),
+    **dict.fromkeys(("build",), "build"),
+    **dict.fromkeys(("style",), "style"),
+    **dict.fromkeys(("revert",), "revert"),
 }
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from prhub import analyse, digest, narrate, output, retry
+from prhub import analyse, digest, narrate, retry
 from prhub.analyse import Window
 from prhub.config import Settings, shown_url
 from prhub.errors import Interrupted, PrhubError, PRNotMerged, StoreError
@@ -39,7 +39,6 @@ from prhub.store import Store, digest_key, holder_id, narrative_key
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
 LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
-Format = output.Format
 
 
 @dataclass

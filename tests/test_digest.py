@@ -62,18 +62,28 @@ def test_synthetic_prs_fit_the_budget(llm, files, budget):
 
 def test_every_corpus_pr_fits_the_default_budget(llm, corpus_dir):
     config = settings(llm)
-    pulls = corpus_dir / "verl-project" / "verl" / "pulls"
-    numbers = sorted(int(p.name.split(".")[0]) for p in pulls.glob("*.files.json"))
-    assert len(numbers) > 40
+    prs = corpus_prs(corpus_dir)
+    assert len(prs) > 40
     single = 0
-    for number in numbers:
-        pull = json.loads((pulls / f"{number}.json").read_text())
-        files = json.loads((pulls / f"{number}.files.json").read_text())
-        pr = pull_request_from_payload("verl-project/verl", pull, files)
+    for pr in prs:
         bodies = digest_through(llm, pr, config)
         assert_within(bodies, config)
         single += len(bodies) == 1
-    assert single / len(numbers) >= 0.95
+    assert single / len(prs) >= 0.95
+
+
+def corpus_prs(corpus_dir: Path) -> list[PullRequest]:
+    """Every PR of the corpus, as the source stage makes it."""
+    pulls = corpus_dir / "verl-project" / "verl" / "pulls"
+    numbers = sorted(int(p.name.split(".")[0]) for p in pulls.glob("*.files.json"))
+    return [
+        pull_request_from_payload(
+            "verl-project/verl",
+            json.loads((pulls / f"{n}.json").read_text()),
+            json.loads((pulls / f"{n}.files.json").read_text()),
+        )
+        for n in numbers
+    ]
 
 
 def planted_pr() -> tuple[PullRequest, list[str]]:
@@ -144,15 +154,10 @@ def test_fixture_dir_is_not_the_corpus():
 def test_every_corpus_pr_fits_an_8k_context_model(llm, corpus_dir):
     # A small local model: 4,000 prompt tokens and 1,500 reserved for the reply.
     config = settings(llm, input_budget=4_000, output_tokens=1_500, response_mode="json_object")
-    pulls = corpus_dir / "verl-project" / "verl" / "pulls"
-    numbers = sorted(int(p.name.split(".")[0]) for p in pulls.glob("*.files.json"))
-    for number in numbers:
-        pull = json.loads((pulls / f"{number}.json").read_text())
-        files = json.loads((pulls / f"{number}.files.json").read_text())
-        pr = pull_request_from_payload("verl-project/verl", pull, files)
+    for pr in corpus_prs(corpus_dir):
         bodies = digest_through(llm, pr, config)
         assert_within(bodies, config)
-        assert len(bodies) <= config.max_calls + 1, number
+        assert len(bodies) <= config.max_calls + 1, pr.number
 
 
 def test_an_english_title_is_corrected_with_one_extra_call(llm):
