@@ -2,7 +2,8 @@
 
 from prhub.config import Settings, load_settings
 from prhub.errors import PrhubError
-from prhub.model import PRDigest, PullRequest, WeeklyReport
+from prhub.model import PRDigest, PullRequest
+from prhub.report import WeeklyReport
 
 __all__ = ["PRDigest", "PrhubError", "PullRequest", "Settings", "WeeklyReport", "load_settings"]
 __version__ = "0.1.0"

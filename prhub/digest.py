@@ -23,14 +23,13 @@ from prhub.model import (
     PreparedPR,
     PullRequest,
     Usage,
-    parse_title,
-    tag_name,
 )
 from prhub.prepare import TITLE_BUDGET, body_budget, prepare
 from prhub.prepare.core import pr_fields
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import truncate
+from prhub.tags import parse_title, tag_name
 
 NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)

@@ -17,7 +17,7 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.llm import ContextTooLong
-from prhub.model import FailedPR
+from prhub.report import FailedPR
 
 V = TypeVar("V")
 T = TypeVar("T")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from prhub.model import DigestContent, PullRequest, WeeklyFacts, WeeklyNarrative
+from prhub.model import DigestContent, PullRequest
+from prhub.report import WeeklyFacts, WeeklyNarrative
 from prhub.source import references
 
 SPAN = re.compile(r"`([^`\n]+)`")

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from markupsafe import Markup, escape
 
-from prhub.model import PRDigest, WeeklyReport, tag_name
+from prhub.model import PRDigest
 from prhub.render import (
     CODE_SPAN,
     digest_footer,
@@ -25,6 +25,8 @@ from prhub.render import (
     weekly_footer,
     weekly_title,
 )
+from prhub.report import WeeklyReport
+from prhub.tags import tag_name
 
 __all__ = ["digest_html", "weekly_html"]
 

@@ -8,9 +8,10 @@ from prhub.config import Settings
 from prhub.digest import MARGIN, prompt
 from prhub.ground import ground_weekly
 from prhub.llm import LLM, schema_text
-from prhub.model import PRDigest, Usage, WeeklyFacts, WeeklyNarrative
+from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count, truncate
+from prhub.report import WeeklyFacts, WeeklyNarrative
 
 DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
 Messages = list[dict[str, str]]

@@ -13,7 +13,9 @@ from typing import Literal
 from prhub import html, render
 from prhub.config import Settings
 from prhub.errors import OutputError, PartialFailure
-from prhub.model import PRDigest, WeeklyReport, tag_name
+from prhub.model import PRDigest
+from prhub.report import WeeklyReport
+from prhub.tags import tag_name
 
 Format = Literal["markdown", "json", "html"]
 SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}

@@ -16,17 +16,7 @@ from prhub.config import Settings, shown_url
 from prhub.errors import Interrupted, PrhubError, PRNotMerged, StoreError
 from prhub.fanout import each
 from prhub.llm import LLM
-from prhub.model import (
-    DryRun,
-    FailedPR,
-    PlannedPR,
-    PRDigest,
-    PullRequest,
-    Usage,
-    WeeklyFacts,
-    WeeklyMeta,
-    WeeklyReport,
-)
+from prhub.model import PRDigest, PullRequest, Usage
 from prhub.output import fail_partly as fail_partly
 from prhub.output import publish_digest as publish_digest
 from prhub.output import publish_labels as publish_labels
@@ -34,6 +24,14 @@ from prhub.output import publish_weekly as publish_weekly
 from prhub.output import write as write
 from prhub.prepare.redact import scrub
 from prhub.prompt import listing as listing
+from prhub.report import (
+    DryRun,
+    FailedPR,
+    PlannedPR,
+    WeeklyFacts,
+    WeeklyMeta,
+    WeeklyReport,
+)
 from prhub.source import GitHubSource
 from prhub.store import Store, digest_key, holder_id, narrative_key
 

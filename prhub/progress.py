@@ -19,7 +19,8 @@ from rich.progress import (
 )
 
 from prhub.config import PRICES, SECRETS, Settings, default_store, price, shown_url, toml_key
-from prhub.model import DryRun, Usage
+from prhub.model import Usage
+from prhub.report import DryRun
 
 if TYPE_CHECKING:
     from prhub.pipeline import RunStats
@@ -176,7 +177,7 @@ class Row(NamedTuple):
 
 def describe(settings: Settings) -> list[Row]:
     """Every effective value with its source, built-in defaults included, secrets masked."""
-    from prhub.model import TAG_ALIASES
+    from prhub.tags import TAG_ALIASES
 
     sources = settings.sources
 

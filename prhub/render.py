@@ -9,7 +9,9 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from prhub.checks import LABELS
-from prhub.model import PRDigest, WeeklyFacts, WeeklyReport, tag_name
+from prhub.model import PRDigest
+from prhub.report import WeeklyFacts, WeeklyReport
+from prhub.tags import tag_name
 
 # A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")

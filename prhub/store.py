@@ -30,10 +30,8 @@ from prhub.model import (
     DigestContent,
     PRDigest,
     PullRequest,
-    WeeklyFacts,
-    WeeklyNarrative,
-    WeeklyReport,
 )
+from prhub.report import WeeklyFacts, WeeklyNarrative, WeeklyReport
 
 B = TypeVar("B", bound=BaseModel)
 log = logging.getLogger("prhub")

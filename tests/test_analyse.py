@@ -10,17 +10,19 @@ import pytest
 from prhub.analyse import last_complete_week, week_window, weekly_facts, window
 from prhub.errors import ConfigError
 from prhub.model import (
-    AuthorCount,
-    BreakingChange,
     Coverage,
     DigestContent,
     DigestMeta,
     FileChange,
-    HotPath,
     PRDigest,
     PullRequest,
-    Revert,
     Usage,
+)
+from prhub.report import (
+    AuthorCount,
+    BreakingChange,
+    HotPath,
+    Revert,
     WeeklyFacts,
 )
 

@@ -19,7 +19,7 @@ from prhub.errors import (
 )
 from prhub.fanout import each, stops_run
 from prhub.llm import ContextTooLong
-from prhub.model import FailedPR
+from prhub.report import FailedPR
 
 
 def scripted(outcomes: dict[int, Exception | None], delay: float = 0.0):

@@ -19,7 +19,8 @@ from prhub.config import Settings
 from prhub.digest import plan
 from prhub.errors import GitHubUnavailable, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.llm import LLM, ContextTooLong, message_tokens
-from prhub.model import FileChange, PullRequest, WeeklyReport
+from prhub.model import FileChange, PullRequest
+from prhub.report import WeeklyReport
 from prhub.source import GitHubSource
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn

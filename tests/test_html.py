@@ -15,7 +15,13 @@ import pytest
 from markupsafe import escape
 
 from prhub import html, render
-from prhub.model import BreakingChange, FailedPR, PRDigest, Revert, WeeklyReport
+from prhub.model import PRDigest
+from prhub.report import (
+    BreakingChange,
+    FailedPR,
+    Revert,
+    WeeklyReport,
+)
 from tests.test_render import (
     INJECT,
     INJECTED,

@@ -1,4 +1,4 @@
-"""The model's behaviour: title conventions, tag folding, usage sums and computed properties."""
+"""The model's behaviour: usage sums and computed properties."""
 
 from __future__ import annotations
 
@@ -8,59 +8,11 @@ import pytest
 
 from prhub.model import (
     Coverage,
-    DryRun,
-    PlannedPR,
     PRDigest,
     PullRequest,
     Usage,
-    parse_title,
-    tag_name,
 )
 from tests.conftest import FIXTURES
-
-
-@pytest.mark.parametrize(
-    ("title", "modules", "kind", "breaking"),
-    [
-        ("[rollout, trainer] fix: x", ["rollout", "trainer"], "bugfix", False),
-        ("feat!: y", [], "feature", True),
-        ("no prefix at all", [], None, False),
-        ("[BREAKING][vllm] feat(api): z", ["vllm"], "feature", True),
-        ("[Doc] chore: a", ["docs"], "chore", False),
-        ("[misc] hotfix: b", ["misc"], "bugfix", False),
-        ("  [a,,b, a] newkind: c", ["a", "b"], "newkind", False),
-        ("Fix: capital type", [], "bugfix", False),
-        ("refactor(store)!: drop v1 schema", [], "refactor", True),
-        ('Revert "[rollout] fix: x"', [], "revert", False),
-        ("revert: undo #12 [BREAKING]", [], "revert", True),
-        ("something [breaking] without a type", [], None, True),
-    ],
-)
-def test_parse_title(title, modules, kind, breaking):
-    assert parse_title(title) == (modules, kind, breaking)
-
-
-@pytest.mark.parametrize(
-    ("raw", "folded"),
-    [
-        ("doc", "docs"),
-        ("Documentation", "docs"),
-        (" tests ", "test"),
-        ("bug", "bugfix"),
-        ("enhancement", "feature"),
-        ("Rollout", "rollout"),
-    ],
-)
-def test_tag_name_folds_our_aliases(raw, folded):
-    assert tag_name(raw) == folded
-
-
-def test_tag_name_applies_a_repositorys_aliases_before_ours():
-    aliases = {"ascend": "npu", "manual": "doc"}
-    assert tag_name("Ascend", aliases) == "npu"
-    assert tag_name("manual", aliases) == "docs"  # the repository's alias, then ours
-    assert tag_name("doc", aliases) == "docs"
-    assert tag_name("npu", aliases) == "npu"
 
 
 def test_usage_adds_field_by_field_and_leaves_operands_alone():
@@ -94,22 +46,6 @@ def test_version_is_the_merge_commit_when_merged_else_the_head():
 )
 def test_coverage_share_seen(seen, total, share):
     assert Coverage(lines_seen=seen, lines_total=total).share_seen == share
-
-
-def test_dry_run_totals_include_the_narrative():
-    plan = DryRun(
-        repo="o/r",
-        prs=[
-            PlannedPR(number=1, cached=False, calls=3, tokens_in=9000),
-            PlannedPR(number=2, cached=True, calls=0, tokens_in=0),
-            PlannedPR(number=3, cached=False, calls=1, tokens_in=1500),
-        ],
-        narrative_calls=2,
-        narrative_tokens_in=4000,
-    )
-    assert plan.calls == 6
-    assert plan.tokens_in == 14_500
-    assert DryRun(repo="o/r", prs=[]).calls == 0
 
 
 def test_digest_tags_are_modules_then_kind_then_folded_labels_without_repeats():

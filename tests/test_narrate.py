@@ -11,9 +11,10 @@ import pytest
 from prhub import narrate
 from prhub.config import Settings
 from prhub.llm import LLM
-from prhub.model import PRDigest, Trend, WeeklyNarrative, WeeklyReport
+from prhub.model import PRDigest
 from prhub.narrate import DIGEST_LINE_TOKENS, digest_line, draft_text, planned_tokens
 from prhub.prepare.tokens import count
+from prhub.report import Trend, WeeklyNarrative, WeeklyReport
 from tests.conftest import FIXTURES, OPENAI_KEY
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text

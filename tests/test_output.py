@@ -14,7 +14,8 @@ import pytest
 
 from prhub import html, output, render
 from prhub.errors import OutputError
-from prhub.model import PRDigest, WeeklyReport
+from prhub.model import PRDigest
+from prhub.report import WeeklyReport
 from tests.conftest import FIXTURES
 
 TEXT = "# 周报\n\n第一行\n"

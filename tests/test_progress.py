@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prhub.config import PRICES, Settings, load_settings, toml_key
-from prhub.model import DryRun, PlannedPR, Usage
+from prhub.model import Usage
 from prhub.pipeline import RunStats
 from prhub.progress import (
     Display,
@@ -21,6 +21,7 @@ from prhub.progress import (
     run_summary,
     summary,
 )
+from prhub.report import DryRun, PlannedPR
 
 KNOWN = Settings(model="gpt-4o-mini")  # $0.15 in, $0.60 out per million tokens
 UNKNOWN = Settings(model="local-llama")
@@ -226,9 +227,9 @@ def test_describe_lists_every_setting_once_and_masks_secrets():
 
 
 def test_describe_shows_the_built_in_defaults():
-    from prhub.model import TAG_ALIASES
     from prhub.prepare.noise import DATA_JSON_LINES
     from prhub.store import default_path
+    from prhub.tags import TAG_ALIASES
 
     rows = {row.name: row for row in describe(Settings())}
     assert rows["store"].value == str(default_path())  # the path the store really opens

@@ -13,7 +13,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from prhub import render
-from prhub.model import PRDigest, WeeklyReport, parse_title, tag_name
+from prhub.model import PRDigest
+from prhub.report import WeeklyReport
+from prhub.tags import parse_title, tag_name
 from tests.conftest import FIXTURES
 
 GOLDEN = FIXTURES / "golden"

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from prhub import model
+from prhub import model, report
 from prhub.errors import LLMInvalidReply
 from prhub.llm import LLM
-from prhub.model import ChunkNotes, DigestContent, WeeklyNarrative
+from prhub.model import ChunkNotes, DigestContent
 from prhub.reply import ReplyError, candidates, example, read
+from prhub.report import WeeklyNarrative
 from tests.standins import LLMStandIn
 from tests.test_llm import MESSAGES, VALID, MakeLLM, Rating, settings
 
@@ -149,9 +150,15 @@ def test_a_copied_example_is_not_a_reply() -> None:
         read(json.dumps(copied, ensure_ascii=False), DigestContent)
 
 
-def test_reply_models_stay_in_the_model_module() -> None:
-    for name in ("DigestContent", "ChunkNotes", "WeeklyNarrative", "Trend", "KeyPRNote"):
-        assert getattr(model, name).model_config["extra"] == "ignore"
+def test_reply_models_ignore_keys_they_do_not_know() -> None:
+    for module, name in [
+        (model, "DigestContent"),
+        (model, "ChunkNotes"),
+        (report, "WeeklyNarrative"),
+        (report, "Trend"),
+        (report, "KeyPRNote"),
+    ]:
+        assert getattr(module, name).model_config["extra"] == "ignore"
 
 
 # Corrections through the stand-in

@@ -19,7 +19,7 @@ from prhub import store as store_module
 from prhub.cli import app
 from prhub.config import ENV
 from prhub.errors import StoreError
-from prhub.model import FailedPR
+from prhub.report import FailedPR
 from prhub.store import MIGRATIONS, Store
 from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
 

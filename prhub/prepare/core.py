@@ -8,7 +8,13 @@ from typing import Any
 
 from prhub.config import Settings
 from prhub.errors import ConfigError
-from prhub.model import Coverage, FileChange, FileView, PreparedPR, PullRequest
+from prhub.model import (
+    Coverage,
+    FileChange,
+    FileView,
+    PreparedPR,
+    PullRequest,
+)
 from prhub.prepare.diff import Entry, header, split_hunks, tier
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.index import VIEWS, build_index
@@ -24,6 +30,8 @@ BODY_BUDGET = 1500  # tokens, at most: an eighth of a small input budget
 def body_budget(settings: Settings) -> int:
     """Tokens of the PR body a prompt carries."""
     return min(BODY_BUDGET, settings.input_budget // 8)
+
+
 TITLE_CUT = " …[title truncated]"
 BODY_CUT = "\n\n…[body truncated]"
 NO_PATCH = "GitHub sent no patch (too large)"
