@@ -21,11 +21,28 @@ class FileChange(BaseModel):
     deletions: int = 0
     # None when GitHub sent no patch: a binary file or a diff too large for the API.
     patch: str | None = None
+    # What the repository's .gitattributes says of it (linguist-generated / linguist-vendored).
+    marked: Literal["generated", "vendored"] | None = None
 
 
 class Review(BaseModel):
     author: str
     state: str  # APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
+
+
+class Comment(BaseModel):
+    """One piece of review discussion: a review's body, an inline comment or a conversation one."""
+
+    kind: Literal["review", "inline", "conversation"]
+    author: str
+    # GitHub's author_association: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...
+    association: str = "NONE"
+    bot: bool = False  # the account is a bot (user.type "Bot" or a "[bot]" login)
+    body: str
+    path: str | None = None  # inline comments: the file and line they are on
+    line: int | None = None
+    state: str | None = None  # reviews: APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
+    created_at: datetime | None = None
 
 
 class PullRequest(BaseModel):
@@ -51,6 +68,7 @@ class PullRequest(BaseModel):
     changed_files: int = 0
     files: list[FileChange] = []
     reviews: list[Review] = []
+    discussion: list[Comment] = []  # oldest first
     referenced_issues: list[int] = []
     # Secrets already replaced by markers before this PR was kept, per kind.
     redactions: dict[str, int] = {}
@@ -121,12 +139,14 @@ class Usage(BaseModel):
     calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0  # of tokens_in, served from the provider's prompt cache
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             calls=self.calls + other.calls,
             tokens_in=self.tokens_in + other.tokens_in,
             tokens_out=self.tokens_out + other.tokens_out,
+            tokens_cached=self.tokens_cached + other.tokens_cached,
         )
 
 
