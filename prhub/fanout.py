@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import TypeVar
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 from prhub.errors import (
     ConfigError,
@@ -20,6 +21,7 @@ from prhub.llm import ContextTooLong
 from prhub.report import FailedPR
 
 V = TypeVar("V")
+P = TypeVar("P")
 T = TypeVar("T")
 
 # Errors that would fail every PR alike: stop the run instead of listing each PR as failed.
@@ -48,32 +50,77 @@ def each(
     Returns the results and the PRs that failed on their own; raises what stops the run,
     after calling `stop` so that the run's work in flight ends too.
     """
+    results, _, failed = staged(inputs, work, None, jobs, lambda _, done, __: tick(done), stop)
+    return results, failed
+
+
+def staged(
+    inputs: Mapping[int, V],
+    fetch: Callable[[int, V], P],
+    work: Callable[[int, P], T] | None,
+    jobs: int,
+    tick: Callable[[str, int, int], None] = lambda *_: None,
+    stop: Callable[[], None] = lambda: None,
+    size: Callable[[P], int] = lambda _: 0,
+) -> tuple[dict[int, P], dict[int, T], list[FailedPR]]:
+    """Fetches every input on `jobs` threads and works on each fetched one as soon as it
+    arrives, on `jobs` threads more, the biggest first among those waiting.
+
+    Returns what was fetched, the results of the work, and the PRs that failed on their own
+    (at either stage); raises what stops the run, after calling `stop`. `tick` gets the stage
+    ("fetch" or "work"), the PRs done in it and its total so far.
+    """
+    fetched: dict[int, P] = {}
     results: dict[int, T] = {}
     failed: list[FailedPR] = []
-    down = 0  # PRs lost to a service that kept failing
-    tick(0)
-    pool = ThreadPoolExecutor(max_workers=jobs)
+    lost = {"fetch": 0, "work": 0}  # PRs failed at each stage
+    down = {"fetch": 0, "work": 0}  # of those, PRs lost to a service that kept failing
+    waiting: list[tuple[int, int]] = []  # (-size, number): a heap, biggest first
+    fetchers, workers = ThreadPoolExecutor(max_workers=jobs), ThreadPoolExecutor(max_workers=jobs)
+    pending: dict[Future[Any], tuple[str, int]] = {
+        fetchers.submit(fetch, n, value): ("fetch", n) for n, value in inputs.items()
+    }
+    tick("fetch", 0, len(inputs))
+    if work is not None:
+        tick("work", 0, len(inputs))
     try:
-        futures = {pool.submit(work, n, value): n for n, value in inputs.items()}
-        for done, future in enumerate(as_completed(futures), 1):
-            number = futures[future]
-            try:
-                results[number] = future.result()
-            except PrhubError as exc:
-                down += isinstance(exc, LLMUnavailable | GitHubUnavailable)
-                if stops_run(exc, down, len(results)):
-                    raise
-                failed.append(FailedPR(number=number, error=str(exc)))
-            tick(done)
+        while pending:
+            for future in wait(pending, return_when=FIRST_COMPLETED).done:
+                stage, number = pending.pop(future)
+                done: dict[int, Any] = fetched if stage == "fetch" else results
+                try:
+                    value = future.result()
+                except PrhubError as exc:
+                    lost[stage] += 1
+                    down[stage] += isinstance(exc, LLMUnavailable | GitHubUnavailable)
+                    if stops_run(exc, down[stage], len(done)):
+                        raise
+                    failed.append(FailedPR(number=number, error=str(exc)))
+                else:
+                    done[number] = value
+                    if stage == "fetch":
+                        heapq.heappush(waiting, (-size(value), number))
+                if stage == "fetch":
+                    tick("fetch", len(fetched) + lost["fetch"], len(inputs))
+                if work is not None and (stage == "work" or number not in fetched):
+                    tick("work", len(results) + lost["work"], len(inputs) - lost["fetch"])
+            running = sum(stage == "work" for stage, _ in pending.values())
+            while work is not None and waiting and running < jobs:
+                number = heapq.heappop(waiting)[1]
+                pending[workers.submit(work, number, fetched[number])] = ("work", number)
+                running += 1
     except Interrupted:
         # Start nothing more and do not wait for requests in flight: the process ends now.
-        pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (fetchers, workers):
+            pool.shutdown(wait=False, cancel_futures=True)
         raise
     except BaseException:
         # A fatal error or a bug: start nothing more, and the run's workers in flight stop at
         # their next request or pause.
         stop()
-        pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (fetchers, workers):
+            pool.shutdown(wait=True, cancel_futures=True)
         raise
-    pool.shutdown()
-    return results, sorted(failed, key=lambda f: f.number)
+    for pool in (fetchers, workers):
+        pool.shutdown()
+    return fetched, results, sorted(failed, key=lambda f: f.number)

@@ -6,6 +6,7 @@ import logging
 import re
 import threading
 from contextlib import nullcontext
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import openai
@@ -210,10 +211,12 @@ class LLM:
         encoding = self.settings.encoding
         tokens_in = getattr(usage, "prompt_tokens", None)  # some servers leave either out
         tokens_out = getattr(usage, "completion_tokens", None)
+        tokens_in = message_tokens(sent, encoding) if tokens_in is None else tokens_in
         call = Usage(
             calls=1,
-            tokens_in=message_tokens(sent, encoding) if tokens_in is None else tokens_in,
+            tokens_in=tokens_in,
             tokens_out=count(content, encoding) if tokens_out is None else tokens_out,
+            tokens_cached=min(cached_tokens(usage), tokens_in),
         )
         with self._lock:
             self.spent += call
@@ -355,3 +358,14 @@ class LLM:
 def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
     match = pattern.search(text)
     return int(next(g for g in match.groups() if g)) if match else None
+
+
+def cached_tokens(usage: Any) -> int:
+    """Prompt tokens the provider served from its prefix cache, as it reports them."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, dict):  # a server the SDK does not know: extra fields stay dicts
+        details = SimpleNamespace(**details)
+    cached = getattr(details, "cached_tokens", None)
+    if cached is None:  # DeepSeek names it otherwise
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
+    return cached if isinstance(cached, int) and cached > 0 else 0

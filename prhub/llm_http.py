@@ -52,9 +52,15 @@ class _Choice(TypedDict):
     finish_reason: NotRequired[StrictStr | None]
 
 
+class _Details(TypedDict):
+    cached_tokens: NotRequired[StrictInt | None]
+
+
 class _Usage(TypedDict):
     prompt_tokens: NotRequired[StrictInt | None]
     completion_tokens: NotRequired[StrictInt | None]
+    prompt_tokens_details: NotRequired[_Details | None]  # OpenAI, vLLM, llama.cpp
+    prompt_cache_hit_tokens: NotRequired[StrictInt | None]  # DeepSeek
 
 
 class _Completion(TypedDict):

@@ -14,7 +14,7 @@ from prhub import analyse, digest, narrate, retry
 from prhub.analyse import Window
 from prhub.config import Settings, shown_url
 from prhub.errors import Interrupted, PrhubError, PRNotMerged, StoreError
-from prhub.fanout import each
+from prhub.fanout import each, staged
 from prhub.llm import LLM
 from prhub.model import PRDigest, PullRequest, Usage
 from prhub.output import fail_partly as fail_partly
@@ -37,6 +37,7 @@ from prhub.store import Store, digest_key, holder_id, narrative_key
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
 LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
+_STAGES = {"fetch": "fetch", "work": "summarize"}  # progress stages of a week's run
 
 
 @dataclass
@@ -123,6 +124,7 @@ class Run:
                 calls=spent.calls - self._spent.calls,
                 tokens_in=spent.tokens_in - self._spent.tokens_in,
                 tokens_out=spent.tokens_out - self._spent.tokens_out,
+                tokens_cached=spent.tokens_cached - self._spent.tokens_cached,
             )
             if self.llm.mode != self._started_mode:
                 with suppress(StoreError):
@@ -259,17 +261,19 @@ class Run:
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
         """Digests every PR merged in the window, computes its facts, writes the narrative."""
         settings = self.settings
-        fetched, failed = self.fetch_window(w)
-        # Biggest first: a PR that needs several calls should not be the last one started.
-        order = sorted(fetched, key=lambda n: -(fetched[n].additions + fetched[n].deletions))
-        made, digest_failed = each(
-            {n: fetched[n] for n in order},
+        repo = settings.require_repo()
+        hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
+        # A PR is digested as soon as it is fetched, the biggest first among those waiting:
+        # the LLM does not wait for the last fetch, nor a big PR's calls for the small ones.
+        fetched, made, failed = staged(
+            dict(sorted(hits.items())),
+            lambda n, hit: self.load_pr(n, hit.get("updated_at")),
             lambda n, pr: self.cached_digest(pr),
             settings.jobs,
-            lambda done: self.progress("summarize", done, len(order)),
+            lambda stage, done, total: self.progress(_STAGES[stage], done, total),
             self._retries.stop,
+            size=lambda pr: pr.additions + pr.deletions,
         )
-        failed = sorted([*failed, *digest_failed], key=lambda f: f.number)
         digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())

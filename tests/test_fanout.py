@@ -17,7 +17,7 @@ from prhub.errors import (
     PRNotFound,
     StoreError,
 )
-from prhub.fanout import each, stops_run
+from prhub.fanout import each, staged, stops_run
 from prhub.llm import ContextTooLong
 from prhub.report import FailedPR
 
@@ -214,3 +214,90 @@ def test_a_fatal_error_stops_the_run_through_its_stop():
     stopped.clear()
     each({n: n for n in range(1, 4)}, scripted({})[0], jobs=2, stop=lambda: stopped.append(True))
     assert stopped == []  # a run that ends well stops nothing
+
+
+# staged: fetch and work overlap
+
+
+def test_work_starts_before_the_last_fetch_ends():
+    first_digested = threading.Event()
+
+    def fetch(number: int, value: int) -> int:
+        if number == 3:  # the slow last fetch: it ends only once #1 has been worked on
+            assert first_digested.wait(5), "work waited for every fetch"
+        return number
+
+    def work(number: int, value: int) -> int:
+        if number == 1:
+            first_digested.set()
+        return value * 10
+
+    fetched, results, failed = staged({1: 1, 2: 2, 3: 3}, fetch, work, jobs=2)
+    assert fetched == {1: 1, 2: 2, 3: 3}
+    assert results == {1: 10, 2: 20, 3: 30} and failed == []
+
+
+def test_the_biggest_fetched_pr_is_worked_on_first():
+    all_fetched = threading.Event()
+    order: list[int] = []
+    sizes = {1: 5, 2: 1, 3: 50, 4: 20, 5: 9}
+
+    def fetch(number: int, value: int) -> int:
+        if number == 5:
+            all_fetched.set()
+        return value
+
+    def work(number: int, value: int) -> int:
+        order.append(number)
+        if number == 1:  # the first to arrive; the rest wait until every fetch is done
+            assert all_fetched.wait(5)
+            time.sleep(0.05)
+        return number
+
+    staged({n: sizes[n] for n in sizes}, fetch, work, jobs=1, size=lambda v: v)
+    assert order == [1, 3, 4, 5, 2]
+
+
+def test_failures_of_either_stage_are_listed_and_ticks_count_both():
+    ticks: list[tuple[str, int, int]] = []
+
+    def fetch(number: int, value: int) -> int:
+        if number == 2:
+            raise PRNotFound("#2 gone")
+        return number
+
+    def work(number: int, value: int) -> int:
+        if number == 3:
+            raise LLMInvalidReply("#3 bad")
+        return number
+
+    fetched, results, failed = staged(
+        {1: 1, 2: 2, 3: 3}, fetch, work, jobs=1, tick=lambda *t: ticks.append(t)
+    )
+    assert set(fetched) == {1, 3} and results == {1: 1}
+    assert failed == [FailedPR(number=2, error="#2 gone"), FailedPR(number=3, error="#3 bad")]
+    assert ticks[0] == ("fetch", 0, 3)
+    assert ("fetch", 3, 3) in ticks
+    assert ticks[-1] == ("work", 2, 2)  # the PR that failed to fetch is not waited for
+
+
+def test_an_llm_down_stops_the_run_although_every_fetch_succeeded():
+    work, _ = scripted({n: LLMUnavailable("down") for n in range(1, 7)})
+    with pytest.raises(LLMUnavailable):
+        staged({n: n for n in range(1, 7)}, lambda n, v: v, work, jobs=1)
+
+
+def test_work_ticks_only_when_work_ends_or_its_total_shrinks():
+    ticks: list[tuple[str, int, int]] = []
+
+    def fetch(number: int, value: int) -> int:
+        if number == 4:
+            raise PRNotFound("#4 gone")
+        return number
+
+    staged(
+        {n: n for n in range(1, 5)}, fetch, lambda n, v: v, jobs=1, tick=lambda *t: ticks.append(t)
+    )
+    work = [t for t in ticks if t[0] == "work"]
+    assert work[0] == ("work", 0, 4) and work[-1] == ("work", 3, 3)
+    assert len(work) == 1 + 3 + 1  # the start, each PR worked on, the failed fetch

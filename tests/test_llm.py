@@ -245,6 +245,46 @@ def test_usage_counted_locally_uses_the_configured_encoding(
     assert usage.tokens_out == tokens.count(VALID, "cl100k_base") != tokens.count(VALID)
 
 
+
+def test_cached_prompt_tokens_are_read_from_usage(make_llm: MakeLLM, llm: LLMStandIn) -> None:
+    def completion(usage: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, Any]]:
+        message = {"role": "assistant", "content": VALID}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m"}
+        return 200, {}, {**body, "choices": [choice], "usage": usage}
+
+    counts = {"prompt_tokens": 2000, "completion_tokens": 9}
+    llm.script(
+        [
+            completion({**counts, "prompt_tokens_details": {"cached_tokens": 1536}}),  # OpenAI
+            completion({**counts, "prompt_cache_hit_tokens": 1024}),  # DeepSeek
+            completion({**counts, "prompt_tokens_details": None}),
+            completion({**counts, "prompt_tokens_details": {"cached_tokens": 9999}}),
+        ]
+    )
+    client = make_llm()
+    cached = [client.complete(MESSAGES, Rating)[1].tokens_cached for _ in range(4)]
+    assert cached == [1536, 1024, 0, 2000]  # never more than the prompt
+    assert client.spent.tokens_cached == 1536 + 1024 + 2000
+
+
+def test_a_malformed_cached_count_is_a_malformed_answer(make_llm: MakeLLM, llm: LLMStandIn) -> None:
+    message = {"role": "assistant", "content": VALID}
+    usage = {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": "lots"}}
+    body = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": usage}
+    llm.script([(200, {}, body)] * 3)
+    with pytest.raises(LLMUnavailable):
+        make_llm().complete(MESSAGES, Rating)
+
+
+def test_digest_prompts_share_a_prefix_a_provider_can_cache() -> None:
+    """The instructions come first and are the same for every PR: only the data differs."""
+    first = digest_messages(prepared("first body"))
+    second = digest_messages(prepared("another body").model_copy(update={"number": 2}))
+    assert first[0] == second[0]  # the system prompt holds no PR data
+    assert "#1" not in first[0]["content"] and "acme/rocket" not in first[0]["content"]
+
+
 # Retries
 
 

@@ -486,3 +486,31 @@ def test_command_line_serves_until_killed() -> None:
             assert answer.json()["author_association"] == "FIRST_TIME_CONTRIBUTOR"
         finally:
             process.terminate()
+
+
+def test_the_prefix_cache_counts_a_long_shared_prefix_by_128s() -> None:
+    system = {"role": "system", "content": "规则 " * 1500}
+    with (
+        LLMStandIn(prefix_cache=True) as llm,
+        openai.OpenAI(base_url=llm.url, api_key="k", max_retries=0) as client,
+    ):
+
+        def cached(user: str, **extra: Any) -> int:
+            messages: Any = [system, {"role": "user", "content": user}]
+            answer = client.chat.completions.create(model="m", messages=messages, **extra)
+            assert answer.usage and answer.usage.prompt_tokens_details
+            return answer.usage.prompt_tokens_details.cached_tokens or 0
+
+        first, second = cached("PR 1"), cached("PR 2")
+        other_format = cached("PR 3 json", response_format={"type": "json_object"})
+    assert first == 0 and other_format == 0  # nothing seen before with this prefix
+    assert second >= 1024 and second % 128 == 0
+    assert second <= tokens.count("\n".join([system["content"], "PR 2"]))
+    with (
+        LLMStandIn() as plain,
+        openai.OpenAI(base_url=plain.url, api_key="k", max_retries=0) as client,
+    ):
+        for _ in range(2):
+            answer = client.chat.completions.create(model="m", messages=[system])
+            assert answer.usage and answer.usage.prompt_tokens_details
+            assert answer.usage.prompt_tokens_details.cached_tokens == 0

@@ -20,6 +20,7 @@ def main() -> None:
     llm.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     llm.add_argument("--api-key", help="the only key accepted (default: any)")
     llm.add_argument("--context-limit", type=int, help="refuse prompts over this many tokens")
+    llm.add_argument("--prefix-cache", action="store_true", help="report cached prompt tokens")
     for sub in (github, llm):
         sub.add_argument("--port", type=int, default=0)
         sub.add_argument("--fault-rate", type=float, default=0.0)
@@ -33,7 +34,11 @@ def main() -> None:
         standin: GitHubStandIn | LLMStandIn = GitHubStandIn(args.data, token=args.token, **common)
     else:
         standin = LLMStandIn(
-            api_key=args.api_key, latency=args.latency, context_limit=args.context_limit, **common
+            api_key=args.api_key,
+            latency=args.latency,
+            context_limit=args.context_limit,
+            prefix_cache=args.prefix_cache,
+            **common,
         )
     if args.log:
         standin.log = args.log.open("a", encoding="utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -241,6 +242,7 @@ class LLMStandIn(StandIn):
         seed: int = 0,
         flavour: str = "openai",
         trickle: float = 0.0,
+        prefix_cache: bool = False,
     ) -> None:
         super().__init__(port=port, fault_rate=fault_rate, seed=seed, trickle=trickle)
         self.api_key = api_key
@@ -248,6 +250,9 @@ class LLMStandIn(StandIn):
         self.responder = responder or default_responder
         self.context_limit = context_limit
         self.flavour = flavour  # "openai", or a key of REFUSALS
+        # As OpenAI's prompt cache: a prefix of 1,024+ tokens seen before, counted by 128s.
+        self.prefix_cache = prefix_cache
+        self._prefixes: list[str] = []
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -386,7 +391,7 @@ class LLMStandIn(StandIn):
             "prompt_tokens": prompt,
             "completion_tokens": produced,
             "total_tokens": prompt + produced,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": self._cached(body), "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
         }
         completion = {
@@ -400,3 +405,15 @@ class LLMStandIn(StandIn):
             "system_fingerprint": "fp_standin",
         }
         return 200, {}, completion
+
+    def _cached(self, body: dict[str, Any]) -> int:
+        """Prompt tokens a provider's prefix cache would serve: the longest prefix (the reply
+        format, then the messages in order) shared with an earlier request."""
+        if not self.prefix_cache:
+            return 0
+        text = json.dumps(body.get("response_format"), sort_keys=True) + prompt_text(body)
+        with self._lock:
+            shared = max((len(os.path.commonprefix([text, p])) for p in self._prefixes), default=0)
+            self._prefixes.append(text)
+        cached = tokens.count(text[:shared])
+        return cached // 128 * 128 if cached >= 1024 else 0
