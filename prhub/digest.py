@@ -26,6 +26,7 @@ from prhub.model import (
 )
 from prhub.prepare import TITLE_BUDGET, body_budget, prepare
 from prhub.prepare.core import pr_fields
+from prhub.prepare.discussion import Discussion, discussion
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import truncate
@@ -40,6 +41,7 @@ TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is show
 BODY_ONCE = "\n（PR 描述的其余部分已在第 1 段给出）"
 
 Messages = list[dict[str, str]]
+NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
 log = logging.getLogger("prhub")
 
 
@@ -60,10 +62,10 @@ def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int, int]:
         schema_text("json_object", DigestContent),
         schema_text("json_object", ChunkNotes),
     )
-    stub = _stub(pr)
+    stub, talk = _stub(pr), discussion(pr.discussion, settings)
     fixed = max(
-        _tokens(digest_prompt, settings, stub, diff="", notes=[], index="", schema=schema),
-        _tokens(notes_prompt, settings, stub, diff="", part=9, parts=9, schema=notes_schema),
+        _tokens(digest_prompt, settings, stub, talk, diff="", notes=[], index="", schema=schema),
+        _tokens(notes_prompt, settings, stub, NONE, diff="", part=9, parts=9, schema=notes_schema),
     )
     spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
     chunk_budget = settings.input_budget - fixed - spare
@@ -91,7 +93,7 @@ def plan(
     prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
     if len(prepared.chunks) == 1:
         first = prompt(settings, "digest").messages(
-            **_context(prepared),
+            **_context(prepared, discussion(pr.discussion, settings)),
             diff=prepared.chunks[0],
             notes=[],
             index="",
@@ -106,7 +108,7 @@ def plan(
     )
     return prepared, [
         notes_prompt.messages(
-            **_context(prepared if i == 1 else later),
+            **_context(prepared if i == 1 else later, NONE),
             diff=chunk,
             part=i,
             parts=len(prepared.chunks),
@@ -122,7 +124,8 @@ def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
     tokens = sum(message_tokens(m, settings.encoding) for m in calls)
     if len(calls) == 1:
         return 1, tokens
-    final = _final_messages(prepared, [], settings, settings.response_mode)  # notes added below
+    talk = discussion(pr.discussion, settings)
+    final = _final_messages(prepared, [], settings, settings.response_mode, talk)  # notes: below
     note_budget = budgets(pr, settings)[2]
     tokens += message_tokens(final, settings.encoding) + len(calls) * note_budget
     return len(calls) + 1, tokens
@@ -161,10 +164,13 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
         note_budget = budgets(pr, settings)[2]
         notes = [trim_notes(note, note_budget, settings) for note, _ in results]
-        messages = _final_messages(prepared, notes, settings, llm.mode)
+        talk = discussion(pr.discussion, settings)
+        messages = _final_messages(prepared, notes, settings, llm.mode, talk)
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
     content, dropped, failed, spent, title_prompt = checked_reply(messages, pr, settings, llm)
+    if not discussion(pr.discussion, settings).text:  # notes on a discussion the model never saw
+        content = content.model_copy(update={"discussion": []})
     if title_prompt:
         prompt_id += f"+{title_prompt}"  # the published title came from the title prompt
     content, leaked = scrub_reply(content)
@@ -279,11 +285,11 @@ def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> ChunkNotes:
 
 
 def _final_messages(
-    prepared: PreparedPR, notes: list[ChunkNotes], settings: Settings, mode: str
+    prepared: PreparedPR, notes: list[ChunkNotes], settings: Settings, mode: str, talk: Discussion
 ) -> Messages:
-    """The reduce call of a map-reduce: chunk notes and the whole file index."""
+    """The reduce call of a map-reduce: chunk notes, the whole file index, the discussion."""
     return prompt(settings, "digest").messages(
-        **_context(prepared),
+        **_context(prepared, talk),
         diff="",
         notes=notes,
         index=prepared.index,
@@ -305,10 +311,18 @@ def _stub(pr: PullRequest) -> PreparedPR:
     )
 
 
-def _context(prepared: PreparedPR) -> dict[str, Any]:
+def _context(prepared: PreparedPR, talk: Discussion) -> dict[str, Any]:
     states = Counter(review.state for review in prepared.reviews)
-    return {"pr": prepared, "review_states": sorted(states.items())}
+    approvers = [r.author for r in prepared.reviews if r.state == "APPROVED"]
+    return {
+        "pr": prepared,
+        "review_states": sorted(states.items()),
+        "approvers": list(dict.fromkeys(approvers)),
+        "discussion": talk,
+    }
 
 
-def _tokens(p: Prompt, settings: Settings, stub: PreparedPR, **variables: Any) -> int:
-    return message_tokens(p.messages(**_context(stub), **variables), settings.encoding)
+def _tokens(
+    p: Prompt, settings: Settings, stub: PreparedPR, talk: Discussion, **variables: Any
+) -> int:
+    return message_tokens(p.messages(**_context(stub, talk), **variables), settings.encoding)

@@ -12,6 +12,12 @@ from prhub.source import references
 SPAN = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
 NUMBER = re.compile(r"#(\d+)")
+FILE = re.compile(
+    r"[\w.-]+\.(?:py|pyi|md|rst|txt|ya?ml|toml|json|cfg|ini|sh|cc?|cpp|cu|h|hpp|go|rs|js|ts)"
+)
+SENTENCE = re.compile(r"[^。！？；!?;\n]*(?:[。！？；!?;\n]+|$)")
+# Words that say a path was only mentioned, not changed.
+MENTIONED = re.compile(r"提到|提及|描述中|评论中|讨论中|评审中|mention", re.IGNORECASE)
 COUNTED = re.compile(r"(\d+)(\s*个\s*(?:PR|pr|合并请求))")
 
 
@@ -33,34 +39,72 @@ class _Tally:
 
 
 def pr_source(pr: PullRequest) -> str:
-    """All the text a digest of `pr` may cite from."""
+    """All the text a digest of `pr` may cite from: title, body, discussion, paths, diff."""
+    said = [
+        pr.title,
+        pr.body,
+        *(c.body for c in pr.discussion),
+        *(c.path or "" for c in pr.discussion),
+    ]
+    return "\n".join([*said, changed_source(pr)])
+
+
+def changed_source(pr: PullRequest) -> str:
+    """The text of what `pr` changed: its paths and its diff."""
     return "\n".join(
-        [pr.title, pr.body, *(f.path for f in pr.files), *(f.previous_path or "" for f in pr.files)]
+        [*(f.path for f in pr.files), *(f.previous_path or "" for f in pr.files)]
         + [f.patch or "" for f in pr.files]
     )
 
 
 def known_numbers(pr: PullRequest) -> set[int]:
-    """PR and issue numbers a digest of `pr` may cite."""
-    return {*pr.referenced_issues, *references(f"{pr.title}\n{pr.body}"), pr.number}
+    """PR and issue numbers a digest of `pr` may cite: from its title, body, discussion, diff."""
+    return {*pr.referenced_issues, *references(pr_source(pr)), pr.number}
+
+
+def _path_like(cited: str) -> bool:
+    return "/" in cited or bool(FILE.fullmatch(cited.strip()))
 
 
 def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int]:
     """Drops what the digest cites that its input never had: PR numbers, paths, identifiers.
 
-    A list item citing something unknown goes; in running text the span loses its code marks.
-    Returns the digest and how many citations were dropped.
+    A path the PR did not change (one its body or discussion only mentions) may not be shown
+    as changed: design decisions and risks naming it go, and so does a sentence of running
+    text that names it without saying it was mentioned. A list item citing something unknown
+    goes; in running text the span loses its code marks. Returns the digest and how many
+    citations were dropped.
     """
-    source, numbers = pr_source(pr), known_numbers(pr)
+    source, changed, numbers = pr_source(pr), changed_source(pr), known_numbers(pr)
     tally = _Tally()
 
+    def cited(text: str) -> list[str]:
+        return [c.strip() for c in [*SPAN.findall(text), *PATH.findall(SPAN.sub("", text))]]
+
     def unknown(text: str) -> list[str]:
-        cited = [*SPAN.findall(text), *PATH.findall(SPAN.sub("", text))]
-        return [c for c in cited if c.strip() not in source] + [
+        return [c for c in cited(text) if c not in source] + [
             f"#{n}" for n in map(int, NUMBER.findall(text)) if n not in numbers
         ]
 
+    def unchanged(text: str) -> list[str]:
+        """Paths cited as if changed that the diff does not hold, and anything unknown."""
+        return unknown(text) + [c for c in cited(text) if _path_like(c) and c not in changed]
+
+    def as_changed(text: str) -> str:
+        """Running text without the sentences that show a merely mentioned path as changed."""
+        kept = []
+        for sentence in SENTENCE.findall(text):
+            if MENTIONED.search(sentence) or not [
+                c for c in cited(sentence) if _path_like(c) and c in source and c not in changed
+            ]:
+                kept.append(sentence)
+            else:
+                tally.dropped += 1
+        return "".join(kept).strip()
+
     def unmark(text: str) -> str:
+        """Unknown spans lose their code marks, unknown numbers go."""
+
         def span(match: re.Match[str]) -> str:
             if match.group(1).strip() in source:
                 return match.group(0)
@@ -78,11 +122,12 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
     grounded = content.model_copy(
         update={
             "title": unmark(content.title),
-            "advice": unmark(content.advice),
-            "importance_reason": unmark(content.importance_reason),
-            "design_decisions": tally.keep_items(content.design_decisions, unknown),
-            "risks": tally.keep_items(content.risks, unknown),
+            "advice": unmark(as_changed(content.advice)),
+            "importance_reason": unmark(as_changed(content.importance_reason)),
+            "design_decisions": tally.keep_items(content.design_decisions, unchanged),
+            "risks": tally.keep_items(content.risks, unchanged),
             "follow_ups": tally.keep_items(content.follow_ups, unknown),
+            "discussion": tally.keep_items(content.discussion, unknown),
             "related_prs": tally.keep_numbers(content.related_prs, numbers - {pr.number}),
         }
     )

@@ -167,6 +167,10 @@ class DigestContent(BaseModel):
     design_decisions: Texts = Field([], description="值得细读的设计决策，每条点名具体文件或标识符")
     risks: Texts = Field([], description="风险点，每条一句")
     follow_ups: Texts = Field([], description="具体的后续动作")
+    discussion: Texts = Field(
+        [],
+        description="评审讨论要点：未解决的疑虑、未采纳的建议、承诺的后续 PR、谁批准；写明是谁说的",
+    )
     importance: Annotated[float, Number] = Field(ge=0, le=10, description="重要性 0–10")
     importance_reason: str = Field(description="一句话说明重要性的理由")
     related_prs: Numbers = Field([], description="输入中提到的相关 PR 编号")

@@ -14,7 +14,9 @@ import jinja2
 from prhub.errors import ConfigError
 from prhub.prepare.tokens import count
 
-_FENCES = re.compile(r"<(/?)(pr_title|pr_body|diff|notes|file_index|digests|facts)>", re.IGNORECASE)
+_FENCES = re.compile(
+    r"<(/?)(pr_title|pr_body|discussion|diff|notes|file_index|digests|facts)>", re.IGNORECASE
+)
 
 
 def untrusted(text: str) -> str:

@@ -245,7 +245,6 @@ def test_usage_counted_locally_uses_the_configured_encoding(
     assert usage.tokens_out == tokens.count(VALID, "cl100k_base") != tokens.count(VALID)
 
 
-
 def test_cached_prompt_tokens_are_read_from_usage(make_llm: MakeLLM, llm: LLMStandIn) -> None:
     def completion(usage: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, Any]]:
         message = {"role": "assistant", "content": VALID}

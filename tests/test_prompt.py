@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from prhub.digest import NONE
 from prhub.errors import ConfigError
 from prhub.model import Coverage, PreparedPR
 from prhub.prompt import load_prompt, untrusted, versions
@@ -28,7 +29,15 @@ def prepared(body: str) -> PreparedPR:
 
 
 def digest_messages(pr: PreparedPR, **variables: Any) -> list[dict[str, str]]:
-    values = {"pr": pr, "review_states": [], "diff": pr.chunks[0], "notes": [], "index": ""}
+    values = {
+        "pr": pr,
+        "review_states": [],
+        "approvers": [],
+        "discussion": NONE,
+        "diff": pr.chunks[0],
+        "notes": [],
+        "index": "",
+    }
     return load_prompt("digest").messages(**{**values, "schema": None, **variables})
 
 
@@ -74,7 +83,7 @@ def test_released_versions_are_never_edited() -> None:
 def test_v2_shows_the_reply_as_an_example() -> None:
     example = '{\n "title": "<标题>"\n}'
     [system, _] = digest_messages(prepared("body"), schema=example)
-    assert load_prompt("digest").version == "v2"
+    assert load_prompt("digest").version == "v3"
     assert f"```json\n{example}\n```" in system["content"]
     assert "JSON Schema" not in system["content"]
     [system, _] = digest_messages(prepared("body"), schema=None)
