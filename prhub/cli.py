@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -10,11 +9,11 @@ import time
 from collections.abc import Callable
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from prhub.config import Settings, load_settings, version
+from prhub import __version__
 from prhub.errors import Interrupted, PrhubError
 from prhub.options import (
     MAX_PR,
@@ -31,19 +30,28 @@ from prhub.options import (
     with_options,
 )
 
+if TYPE_CHECKING:
+    from prhub.config import Settings
+
+# Modules beyond typer, prhub's options and errors are imported in the functions that need them:
+# `prhub --help` and `--version` then start without loading pydantic, rich or the SDKs.
+
 app = typer.Typer(
     cls=Group,
     help="Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
-    rich_markup_mode="rich",  # help texts escape their brackets: \[default: 4]
+    # Click's plain help: typer's rich help would load rich and its markdown parser, tripling
+    # the time `prhub --help` takes.
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},
 )
 
 
 def _show_version(value: bool) -> None:
     if value:
-        typer.echo(f"prhub {version()}")
+        typer.echo(f"prhub {__version__}")
         raise typer.Exit()
 
 
@@ -61,7 +69,10 @@ def _main(
 
 def _settings(options: dict[str, Any]) -> Settings:
     """Settings from a command's options: those it has are flags, the rest come from elsewhere."""
+    import logging
+
     from prhub import logmask
+    from prhub.config import load_settings
 
     logging.basicConfig(
         level=logging.INFO if options.get("verbose") else logging.WARNING,
@@ -113,7 +124,7 @@ def summarize(
     try:
         settings = _settings({**options, "allow_unmerged": allow_unmerged})
         _warn(settings)
-        from prhub import pipeline, progress  # heavy SDKs load only when a command runs
+        from prhub import pipeline, progress
 
         if dry_run:
             with pipeline.Run(settings, "dry-run") as run:

@@ -22,33 +22,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
+from prhub.defaults import DEFAULTS
+from prhub.defaults import ENV as ENV
 from prhub.errors import ConfigError
 from prhub.logmask import shown_url as shown_url
 
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
 _REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
 
-# Environment variable for each setting; flags given on the command line win over these.
-ENV = {
-    "repo": "PRHUB_REPO",
-    "github_url": "GITHUB_API_URL",
-    "github_token": "GITHUB_TOKEN",
-    "openai_base_url": "OPENAI_BASE_URL",
-    "openai_api_key": "OPENAI_API_KEY",
-    "model": "PRHUB_MODEL",
-    "response_mode": "PRHUB_RESPONSE_MODE",
-    "input_budget": "PRHUB_INPUT_BUDGET",
-    "output_tokens": "PRHUB_OUTPUT_TOKENS",
-    "max_calls": "PRHUB_MAX_CALLS",
-    "timeout": "PRHUB_TIMEOUT",
-    "max_attempts": "PRHUB_MAX_ATTEMPTS",
-    "retry_base_wait": "PRHUB_RETRY_BASE_WAIT",
-    "max_retry_time": "PRHUB_MAX_RETRY_TIME",
-    "tz": "PRHUB_TZ",
-    "jobs": "PRHUB_JOBS",
-    "store": "PRHUB_STORE",
-    "prompt_dir": "PRHUB_PROMPT_DIR",
-}
 SECRETS = ("github_token", "openai_api_key")
 PER_RUN = ("refresh", "allow_unmerged", "config_file")  # switches for one run, never in a file
 
@@ -69,17 +50,17 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     repo: str | None = None
-    github_url: str = "https://api.github.com"
+    github_url: str = DEFAULTS["github_url"]
     github_token: SecretStr | None = None
     openai_base_url: str | None = None
     openai_api_key: SecretStr | None = None
-    model: str = "gpt-4o-mini"
+    model: str = DEFAULTS["model"]
     # json_schema: the endpoint enforces the schema; json_object: the prompt carries it.
-    response_mode: Literal["json_schema", "json_object"] = "json_schema"
+    response_mode: Literal["json_schema", "json_object"] = DEFAULTS["response_mode"]
     # Defaults fit a 32k-context model: prompt plus reserved reply stay under 32,768 tokens.
-    input_budget: int = 24_000
+    input_budget: int = DEFAULTS["input_budget"]
     output_tokens: int = 4_000
-    max_calls: int = 4
+    max_calls: int = DEFAULTS["max_calls"]
     encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base"
     noise_globs: tuple[str, ...] = ()
     timeout: float = 120.0
@@ -87,8 +68,8 @@ class Settings(BaseModel):
     max_retry_wait: float = 60.0
     max_retry_time: float = 300.0  # all attempts of one request, waits included
     retry_base_wait: float = 1.0
-    tz: str = "Asia/Shanghai"
-    jobs: int = 4
+    tz: str = DEFAULTS["tz"]
+    jobs: int = DEFAULTS["jobs"]
     store: Path | None = None
     allow_unmerged: bool = False
     refresh: bool = False

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from prhub.config import ENV, Settings
+from prhub.defaults import DEFAULTS, ENV
 
 
 class _Help:
@@ -26,6 +26,14 @@ class _Help:
             if getattr(param, "is_flag", False):
                 param.metavar = ""
         return params
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            # Unset, --help is None, which typer checks through a pydantic adapter; False is
+            # taken as it is, so `prhub weekly --help` starts without loading pydantic.
+            option.default = False
+        return option
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
@@ -52,7 +60,9 @@ def _guesses(typo: str, params: list[Any]) -> list[str]:
 
 
 class Command(_Help, TyperCommand):
-    pass
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The docstring's first paragraph in full: `prhub --help` wraps it rather than cut it."""
+        return (self.short_help or self.help or "").split("\n\n")[0].strip()
 
 
 class Group(_Help, TyperGroup):
@@ -77,11 +87,8 @@ DryRunFlag = Annotated[
 
 
 def help_text(text: str, default: Any = None) -> str:
-    """Help text with its default; rich markup would take an unescaped [...] for a style."""
-    if default is None:
-        return text
-    shown = str(default).replace("[", r"\[")
-    return rf"{text} \[default: {shown}]"
+    """Help text with the default it names, for the options whose default is no plain value."""
+    return text if default is None else f"{text} [default: {default}]"
 
 
 # Options every digesting command takes, and those of the commands that cover a week. They are
@@ -96,7 +103,7 @@ def _opt(kind: Any, *flags: str, text: str, default: Any = None) -> tuple[Any, A
 def _set(name: str, kind: Any, text: str, default: Any = None) -> tuple[Any, Any]:
     """The option of a setting: its variable and built-in default named in its help."""
     text += f" (env {ENV[name]})" if name in ENV else ""
-    shown = Settings.model_fields[name].default if default is None else default
+    shown = DEFAULTS.get(name) if default is None else default
     return _opt(kind, "--" + name.replace("_", "-"), text=help_text(text, shown))
 
 

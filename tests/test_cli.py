@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -380,9 +382,53 @@ def test_the_cli_imports_only_the_pipeline_and_its_own_helpers() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prhub.")
     }
-    allowed = {"pipeline", "progress", "config", "errors", "ci", "logmask", "options"}
+    allowed = {
+        "pipeline",
+        "progress",
+        "config",
+        "errors",
+        "ci",
+        "logmask",
+        "options",
+        "__version__",
+    }
     assert imported <= allowed, imported
     assert "pipeline" in imported
+
+
+# Start-up: the SDKs, pydantic and rich load only in the commands that use them.
+HEAVY = ("openai", "github", "jinja2", "tiktoken", "pydantic", "rich", "prhub.model")
+
+
+def imported_by(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules a fresh interpreter imports to run `args`, as -X importtime lists them."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *args], capture_output=True, text=True, timeout=60
+    )
+    lines = [line.split("|") for line in done.stderr.splitlines()]
+    modules = {line[-1].strip() for line in lines if line[0].startswith("import time:")}
+    return modules, done
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY)
+
+
+def test_importing_the_cli_loads_no_sdk_pydantic_or_rich() -> None:
+    modules, done = imported_by("-c", "import prhub.cli")
+    assert done.returncode == 0, done.stderr
+    assert "prhub.cli" in modules and "typer" in modules
+    assert heavy(modules) == []
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["--version"], ["summarize", "--help"], ["weekly", "--help"]]
+)
+def test_help_and_version_load_no_sdk_pydantic_or_rich(argv: list[str]) -> None:
+    modules, done = imported_by("-m", "prhub", *argv)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: prhub") or done.stdout.startswith("prhub ")
+    assert heavy(modules) == []
 
 
 # For people: version, help, suggestions, warnings, the README's first commands
@@ -407,9 +453,20 @@ def test_switches_show_no_type_in_help(command: str) -> None:
     assert help_line.split("--help")[1].split()[0] == "Show"  # no type between flag and text
 
 
+def help_rows(shown: str) -> dict[str, str]:
+    """Each option of a help page with its text, wrapped lines joined: {"--jobs": "--jobs ..."}."""
+    rows: list[str] = []
+    for line in shown.split("Options:\n", 1)[1].splitlines():
+        if line.lstrip().startswith("-"):
+            rows.append(line.strip())
+        elif line.strip() and rows:
+            rows[-1] += " " + line.strip()
+    return {next(w for w in row.split() if w.startswith("--")).rstrip(","): row for row in rows}
+
+
 def test_help_shows_defaults() -> None:
-    shown = CliRunner().invoke(app, ["weekly", "--help"], env={"COLUMNS": "200"}).stdout
-    lines = {line.split()[1]: line for line in shown.splitlines() if line.startswith("│ --")}
+    shown = CliRunner().invoke(app, ["weekly", "--help"], env={"COLUMNS": "80"}).stdout
+    lines = help_rows(shown)
     assert "ISO week [default: the last complete week]" in lines["--week"]
     assert "[default: Asia/Shanghai]" in lines["--tz"]
     assert "[default: 4]" in lines["--jobs"]
@@ -417,6 +474,35 @@ def test_help_shows_defaults() -> None:
     assert "[default: gpt-4o-mini]" in lines["--model"]
     assert "[default: YEAR-WNN.md in reports/OWNER/REPO]" in lines["--out"]
     assert "--dry-run  " in lines["--dry-run"] and "<" not in lines["--dry-run"]
+    config = "[default: ./prhub.toml, else ./pyproject.toml [tool.prhub]]"
+    assert config in " ".join(lines["--config"].split())  # its brackets shown as they are
+
+
+@pytest.mark.parametrize(
+    "command", ["summarize", "weekly", "labels", "config", "prompts", "init-ci"]
+)
+def test_help_lists_every_option_with_its_whole_text(command: str) -> None:
+    import typer.main
+
+    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    shown = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80"}).stdout
+    rows = help_rows(shown)
+    for param in click_command.params:
+        text = " ".join(getattr(param, "help", "").split())
+        if param.param_type_name == "option":
+            [row] = [rows[o] for o in param.opts if o in rows]
+            assert text in " ".join(row.split()), param.name
+        else:  # an argument, listed above the options
+            assert text and text in " ".join(shown.split("Options:")[0].split()), param.name
+
+
+def test_the_command_list_shows_each_summary_in_full() -> None:
+    import typer.main
+
+    shown = " ".join(CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"}).stdout.split())
+    for name, command in typer.main.get_command(app).commands.items():  # type: ignore[attr-defined]
+        summary = " ".join((command.help or "").split("\n\n")[0].split())
+        assert f"{name} {summary}" in shown
 
 
 @pytest.mark.parametrize(
@@ -433,8 +519,8 @@ def test_help_shows_defaults() -> None:
 def test_an_unknown_option_suggests_close_ones_only(argv: list[str], says: str) -> None:
     result = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
     assert result.exit_code == 2
-    [message] = [line.strip("│ ") for line in result.stderr.splitlines() if "No such" in line]
-    assert message == says
+    [message] = [line for line in result.stderr.splitlines() if "No such" in line]
+    assert message == f"Error: {says}"
 
 
 UNAUTHENTICATED = (

@@ -1,0 +1,39 @@
+"""Each setting's environment variable and the built-in defaults `--help` shows, in plain Python:
+the CLI's help names them without loading pydantic (start-up time). `config.Settings` reads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Environment variable for each setting; flags given on the command line win over these.
+ENV = {
+    "repo": "PRHUB_REPO",
+    "github_url": "GITHUB_API_URL",
+    "github_token": "GITHUB_TOKEN",
+    "openai_base_url": "OPENAI_BASE_URL",
+    "openai_api_key": "OPENAI_API_KEY",
+    "model": "PRHUB_MODEL",
+    "response_mode": "PRHUB_RESPONSE_MODE",
+    "input_budget": "PRHUB_INPUT_BUDGET",
+    "output_tokens": "PRHUB_OUTPUT_TOKENS",
+    "max_calls": "PRHUB_MAX_CALLS",
+    "timeout": "PRHUB_TIMEOUT",
+    "max_attempts": "PRHUB_MAX_ATTEMPTS",
+    "retry_base_wait": "PRHUB_RETRY_BASE_WAIT",
+    "max_retry_time": "PRHUB_MAX_RETRY_TIME",
+    "tz": "PRHUB_TZ",
+    "jobs": "PRHUB_JOBS",
+    "store": "PRHUB_STORE",
+    "prompt_dir": "PRHUB_PROMPT_DIR",
+}
+
+# The defaults of the settings that are also command-line options (why each: `config.Settings`).
+DEFAULTS: dict[str, Any] = {
+    "github_url": "https://api.github.com",
+    "model": "gpt-4o-mini",
+    "response_mode": "json_schema",
+    "input_budget": 24_000,
+    "max_calls": 4,
+    "tz": "Asia/Shanghai",
+    "jobs": 4,
+}
