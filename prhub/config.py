@@ -33,14 +33,16 @@ _REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-
 SECRETS = ("github_token", "openai_api_key")
 PER_RUN = ("refresh", "allow_unmerged", "config_file")  # switches for one run, never in a file
 
-# Estimated USD per million tokens (input, output); a config file's [prices] adds or overrides.
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
-    "deepseek-chat": (0.27, 1.10),
-    "qwen-plus": (0.40, 1.20),
+# Estimated USD per million tokens (input, output, input served from the provider's prompt
+# cache); a config file's [prices] adds or overrides.
+Price = tuple[float, float, float]
+PRICES: dict[str, Price] = {
+    "gpt-4o-mini": (0.15, 0.60, 0.075),
+    "gpt-4o": (2.50, 10.00, 1.25),
+    "gpt-4.1-mini": (0.40, 1.60, 0.10),
+    "gpt-4.1": (2.00, 8.00, 0.50),
+    "deepseek-chat": (0.27, 1.10, 0.07),
+    "qwen-plus": (0.40, 1.20, 0.40),
 }
 
 
@@ -76,7 +78,7 @@ class Settings(BaseModel):
     prompt_dir: Path | None = None
     # Tag spellings folded into one, per repository: {"ascend": "npu"}.
     tags: dict[str, str] = {}
-    prices: dict[str, tuple[float, float]] = {}
+    prices: dict[str, Price] = {}
     config_file: Path | None = None  # where file settings came from, for `prhub config`
     # Where each value that is not a default came from ("env PRHUB_JOBS"), for `prhub config`.
     sources: dict[str, str] = {}
@@ -131,8 +133,8 @@ class Settings(BaseModel):
         return hashlib.sha256(data.encode()).hexdigest()[:12]
 
 
-def price(settings: Settings) -> tuple[float, float] | None:
-    """USD per million input and output tokens of the model in use, if known."""
+def price(settings: Settings) -> Price | None:
+    """USD per million input, output and cached input tokens of the model in use, if known."""
     return {**PRICES, **settings.prices}.get(settings.model)
 
 
@@ -175,6 +177,7 @@ class _Price(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: float
     output: float
+    cached: float | None = None  # default: no discount for cached input
 
 
 class _File(BaseModel):
@@ -296,7 +299,10 @@ def _shaped(data: dict[str, Any], origin: _Origin) -> dict[str, Any]:
         raise ConfigError(f"{origin.where(err['loc'])}: {_problem(err)}") from None
     values = {k: v for k, v in data.items() if k not in ("repos", "prices", "noise_globs")}
     if shape.prices:
-        values["prices"] = {m: (p.input, p.output) for m, p in shape.prices.items()}
+        values["prices"] = {
+            m: (p.input, p.output, p.input if p.cached is None else p.cached)
+            for m, p in shape.prices.items()
+        }
     if shape.noise_globs is not None:
         values["noise_globs"] = tuple(shape.noise_globs)
     return values

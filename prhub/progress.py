@@ -18,7 +18,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from prhub.config import PRICES, SECRETS, Settings, default_store, price, shown_url, toml_key
+from prhub.config import (
+    PRICES,
+    SECRETS,
+    Price,
+    Settings,
+    default_store,
+    price,
+    shown_url,
+    toml_key,
+)
 from prhub.model import Usage
 from prhub.report import DryRun
 
@@ -80,16 +89,18 @@ class Display:
             self.bar = None
 
 
-def cost(usage_in: int, usage_out: int, settings: Settings) -> str:
+def cost(usage: Usage, settings: Settings) -> str:
     """Estimated cost from the price table, or what price is missing."""
     rates = price(settings)
     if rates is None:
         return f"cost unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
-    return f"≈ ${_dollars(usage_in, usage_out, rates):.4f} ({settings.model})"
+    dollars = _dollars(usage.tokens_in, usage.tokens_out, rates, usage.tokens_cached)
+    return f"≈ ${dollars:.4f} ({settings.model})"
 
 
-def _dollars(usage_in: int, usage_out: int, rates: tuple[float, float]) -> float:
-    return (usage_in * rates[0] + usage_out * rates[1]) / 1_000_000
+def _dollars(tokens_in: int, tokens_out: int, rates: Price, cached: int = 0) -> float:
+    fresh = tokens_in - cached
+    return (fresh * rates[0] + cached * rates[2] + tokens_out * rates[1]) / 1_000_000
 
 
 def summary(
@@ -102,10 +113,11 @@ def summary(
     settings: Settings,
 ) -> str:
     """The closing line of a run."""
+    hits = f" ({usage.tokens_cached:,} cached)" if usage.tokens_cached else ""
     return (
         f"{prs} PRs ({cached} from the store, {failed} failed) · {usage.calls} LLM calls · "
-        f"{usage.tokens_in:,} tokens in / {usage.tokens_out:,} out · "
-        f"{cost(usage.tokens_in, usage.tokens_out, settings)} · {retries} retries · {seconds:.1f} s"
+        f"{usage.tokens_in:,} tokens in{hits} / {usage.tokens_out:,} out · "
+        f"{cost(usage, settings)} · {retries} retries · {seconds:.1f} s"
     )
 
 
@@ -208,8 +220,8 @@ def describe(settings: Settings) -> list[Row]:
         elif name == "prices":
             prices = {**PRICES, **value}
             rows += [
-                row(f"prices.{toml_key(m)}", {"input": i, "output": o})
-                for m, (i, o) in prices.items()
+                row(f"prices.{toml_key(m)}", {"input": i, "output": o, "cached": c})
+                for m, (i, o, c) in prices.items()
             ]
         else:
             rows.append(row(name, json.loads(json.dumps(value, default=str))))

@@ -199,8 +199,8 @@ def test_pyproject_errors_name_the_tool_table(tmp_path):
 
 
 def test_an_unknown_key_in_a_price_names_where_it_is(tmp_path):
-    path = toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\ncached = 0.5\n")
-    assert error(tmp_path) == f"{path} [prices.m] cached: no such key; known: input, output"
+    path = toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\nbatch = 0.5\n")
+    assert error(tmp_path) == f"{path} [prices.m] batch: no such key; known: input, output, cached"
     toml(tmp_path, '[prices."qwen2.5:14b"]\ninput = 1.0\n')
     assert error(tmp_path) == f'{path} [prices."qwen2.5:14b"] output: missing'
 
@@ -292,15 +292,17 @@ def test_shown_url_strips_the_login(url, shown):
 
 
 def test_price_from_the_table_the_config_or_none():
-    assert price(Settings(model="gpt-4o-mini")) == (0.15, 0.60)
+    assert price(Settings(model="gpt-4o-mini")) == (0.15, 0.60, 0.075)
     assert price(Settings(model="my-model")) is None
-    custom = Settings(model="gpt-4o-mini", prices={"gpt-4o-mini": (1.0, 2.0), "x": (3.0, 4.0)})
-    assert price(custom) == (1.0, 2.0)
+    mine = {"gpt-4o-mini": (1.0, 2.0, 0.5), "x": (3.0, 4.0, 3.0)}
+    assert price(Settings(model="gpt-4o-mini", prices=mine)) == (1.0, 2.0, 0.5)
 
 
 def test_price_from_a_config_file(tmp_path):
     toml(tmp_path, 'model = "local"\n[prices.local]\ninput = 0.5\noutput = 1.5\n')
-    assert price(load_settings({}, env={}, cwd=tmp_path)) == (0.5, 1.5)
+    assert price(load_settings({}, env={}, cwd=tmp_path)) == (0.5, 1.5, 0.5)  # cached: no discount
+    toml(tmp_path, 'model = "local"\n[prices.local]\ninput = 0.5\noutput = 1.5\ncached = 0.1\n')
+    assert price(load_settings({}, env={}, cwd=tmp_path)) == (0.5, 1.5, 0.1)
 
 
 def test_prepare_key_changes_with_what_the_model_is_shown():
@@ -340,9 +342,9 @@ output = 4.0
     )
     s = load_settings({"repo": "o/r"}, env={}, cwd=tmp_path)
     assert s.noise_globs == ("repo/**",)
-    assert s.prices == {"m": (3.0, 4.0)}
+    assert s.prices == {"m": (3.0, 4.0, 3.0)}
     other = load_settings({"repo": "o/x"}, env={}, cwd=tmp_path)
-    assert other.noise_globs == ("top/**",) and other.prices == {"m": (1.0, 2.0)}
+    assert other.noise_globs == ("top/**",) and other.prices == {"m": (1.0, 2.0, 1.0)}
 
 
 def test_a_malformed_repo_section_names_it(tmp_path):

@@ -94,24 +94,44 @@ def test_line_prefixes_prhub():
 
 
 def test_cost_with_a_known_price():
-    assert cost(1_000_000, 1_000_000, KNOWN) == "≈ $0.7500 (gpt-4o-mini)"
-    assert cost(0, 0, KNOWN) == "≈ $0.0000 (gpt-4o-mini)"
-    assert cost(20_000, 0, Settings(model="gpt-4o")) == "≈ $0.0500 (gpt-4o)"
+    assert (
+        cost(Usage(tokens_in=1_000_000, tokens_out=1_000_000), KNOWN) == "≈ $0.7500 (gpt-4o-mini)"
+    )
+    assert cost(Usage(tokens_in=0, tokens_out=0), KNOWN) == "≈ $0.0000 (gpt-4o-mini)"
+    assert (
+        cost(Usage(tokens_in=20_000, tokens_out=0), Settings(model="gpt-4o"))
+        == "≈ $0.0500 (gpt-4o)"
+    )
+
+
+def test_cached_prompt_tokens_are_priced_at_the_cached_rate():
+    half = Usage(tokens_in=1_000_000, tokens_out=0, tokens_cached=500_000)
+    assert cost(half, KNOWN) == "≈ $0.1125 (gpt-4o-mini)"  # 0.5 M at 0.15 + 0.5 M at 0.075
+    mine = Settings(model="m", prices={"m": (1.0, 2.0, 1.0)})  # no discount configured
+    assert cost(half, mine) == "≈ $1.0000 (m)"
+
+
+def test_the_closing_line_counts_cached_tokens_when_there_are_any():
+    line = summary(
+        1, 0, 0, Usage(calls=2, tokens_in=5000, tokens_out=10, tokens_cached=2048), 0, 1.0, KNOWN
+    )
+    assert "5,000 tokens in (2,048 cached) / 10 out" in line
+    assert "cached" not in summary(1, 0, 0, Usage(calls=1, tokens_in=5), 0, 1.0, KNOWN)
 
 
 def test_cost_with_an_unknown_model_says_how_to_price_it():
-    assert cost(1_000, 1_000, UNKNOWN) == UNKNOWN_COST
+    assert cost(Usage(tokens_in=1_000, tokens_out=1_000), UNKNOWN) == UNKNOWN_COST
     # A model name TOML cannot take bare is quoted, as the table must be written.
-    assert cost(1, 1, Settings(model="qwen2.5:14b")) == (
+    assert cost(Usage(tokens_in=1, tokens_out=1), Settings(model="qwen2.5:14b")) == (
         'cost unknown (no [prices."qwen2.5:14b"] in prhub.toml)'
     )
 
 
 def test_cost_uses_a_configured_price_over_the_table():
-    mine = Settings(model="gpt-4o-mini", prices={"gpt-4o-mini": (1.0, 2.0)})
-    assert cost(500_000, 250_000, mine) == "≈ $1.0000 (gpt-4o-mini)"
-    local = Settings(model="local-llama", prices={"local-llama": (0.0, 0.0)})
-    assert cost(500_000, 250_000, local) == "≈ $0.0000 (local-llama)"
+    mine = Settings(model="gpt-4o-mini", prices={"gpt-4o-mini": (1.0, 2.0, 1.0)})
+    assert cost(Usage(tokens_in=500_000, tokens_out=250_000), mine) == "≈ $1.0000 (gpt-4o-mini)"
+    local = Settings(model="local-llama", prices={"local-llama": (0.0, 0.0, 0.0)})
+    assert cost(Usage(tokens_in=500_000, tokens_out=250_000), local) == "≈ $0.0000 (local-llama)"
 
 
 # Closing lines
@@ -236,8 +256,9 @@ def test_describe_shows_the_built_in_defaults():
     assert rows["openai_base_url"].value == "https://api.openai.com/v1"
     for spelling, tag in TAG_ALIASES.items():
         assert rows[f"tags.{spelling}"] == ("tags." + spelling, tag, "default")
-    for model, (cost_in, cost_out) in PRICES.items():
-        assert rows[f"prices.{toml_key(model)}"].value == {"input": cost_in, "output": cost_out}
+    for model, (cost_in, cost_out, cost_cached) in PRICES.items():
+        shown = {"input": cost_in, "output": cost_out, "cached": cost_cached}
+        assert rows[f"prices.{toml_key(model)}"].value == shown
     assert rows['prices."gpt-4.1-mini"'].text().startswith('prices."gpt-4.1-mini" = {"input"')
     assert "uv.lock" in rows["noise.lock"].value
     assert "**/vendor/**" in rows["noise.vendored"].value
