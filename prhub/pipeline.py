@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -274,7 +274,7 @@ class Run:
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
         facts = self._facts(w, fetched, digests)
-        narrative, dropped = None, 0
+        kept = None
         if narrate_week and digests:
             ordered = list(digests.values())
             key = narrative_key(facts, ordered, settings)
@@ -284,9 +284,7 @@ class Run:
                     facts, ordered, settings, self._need()
                 )
                 usage += call_usage
-                self.store.save_narrative(key, narrative, dropped)
-            else:
-                narrative, dropped = kept
+                kept = self.store.save_narrative(key, narrative, dropped, call_usage)
         self.stats = RunStats(
             prs=len(digests) + len(failed),
             cached=cached,
@@ -297,16 +295,20 @@ class Run:
         )
         report = WeeklyReport(
             facts=facts,
-            narrative=narrative,
+            narrative=kept.narrative if kept else None,
             digests=list(digests.values()),
             failed=failed,
+            # From the content alone, so the same content renders to the same bytes.
             meta=WeeklyMeta(
                 prompt=digest.prompt(settings, "weekly").id,
                 model=settings.model,
-                usage=usage,
-                cached_digests=cached,
-                dropped_citations=dropped,
-                generated_at=datetime.now(UTC),
+                usage=sum(
+                    (d.meta.usage for d in digests.values()), kept.usage if kept else Usage()
+                ),
+                dropped_citations=kept.dropped if kept else 0,
+                generated_at=kept.created_at
+                if kept
+                else max((d.meta.created_at for d in digests.values()), default=None),
             ),
         )
         if narrate_week:

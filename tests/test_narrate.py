@@ -113,6 +113,7 @@ def test_planned_tokens_with_a_small_budget_is_groups_and_a_final_call():
 
 def test_draft_text_joins_the_parts_a_final_call_merges():
     n = WeeklyNarrative(
+        lead="本周导语",
         summary="本周摘要",
         highlights=["亮点一 #101", "亮点二"],
         key_changes=["变化 #102"],
@@ -120,7 +121,9 @@ def test_draft_text_joins_the_parts_a_final_call_merges():
         risks=["风险 #106"],
         follow_ups=["后续不进草稿"],
     )
-    assert draft_text(n) == "本周摘要\n亮点一 #101\n亮点二\n变化 #102\n风险 #106\nrollout：升温"
+    assert draft_text(n) == (
+        "本周导语\n本周摘要\n亮点一 #101\n亮点二\n变化 #102\n风险 #106\nrollout：升温"
+    )
     assert draft_text(WeeklyNarrative(summary="只有摘要")) == "只有摘要"
 
 
@@ -167,7 +170,7 @@ def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
     assert all(count(prompt_text(body)) <= 3500 for body in sent)
     final = prompt_text(sent[-1])
     assert "第 1 组草稿" in final and "第 2 组草稿" in final
-    assert not any("组草稿" in prompt_text(body) for body in sent[:-1])
+    assert not any("第 1 组草稿" in prompt_text(body) for body in sent[:-1])
     # Every PR reaches exactly one group's prompt in full.
     for d in many:
         line = digest_line(d, small)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections import Counter
@@ -47,17 +46,6 @@ def test_weekly_markdown_matches_golden():
     check_golden("weekly-acme-rocket-2026-W31.md", render.weekly_markdown(report()))
 
 
-def test_labels_view_matches_golden():
-    check_golden("labels-acme-rocket-2026-W31.md", render.labels_markdown(report()))
-
-
-def test_labels_view_for_one_tag_lists_only_it():
-    text = render.labels_markdown(report(), "Rollout")
-    assert "## rollout（2）" in text
-    assert "#101" in text and "#103" in text and "#102" not in text
-    assert "没有这个标签" in render.labels_markdown(report(), "nope")
-
-
 def test_json_round_trips():
     assert PRDigest.model_validate_json(render.digest_json(digest())) == digest()
     assert json.loads(render.weekly_json(report()))["facts"]["pr_count"] == 6
@@ -81,10 +69,6 @@ def test_empty_week_report_is_short():
     assert "## 本周亮点" not in text
 
 
-def test_labels_view_folds_the_tag_asked_for():
-    assert "## docs（1）" in render.labels_markdown(report(), "Doc")
-
-
 def test_report_fixture_is_one_the_pipeline_can_make():
     r = report()
     for d in r.digests:
@@ -100,8 +84,8 @@ def test_footers_say_where_the_text_came_from():
     )
     meta = report().meta.model_copy(update={"dropped_citations": 3})
     assert render.weekly_footer(report().model_copy(update={"meta": meta})) == (
-        "weekly@v1 · gpt-4o-mini · 本次调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
-        "复用导读 0 篇 · 删去无据引用 3 处"
+        "weekly@v1 · gpt-4o-mini · 导读与周报共调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
+        "删去无据引用 3 处"
     )
     assert f"<sub>{render.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
 
@@ -281,6 +265,7 @@ def hostile_narrative_report() -> WeeklyReport:
     trends = [n.trends[0].model_copy(update={"theme": INJECT, "judgement": INJECT})]
     narrative = n.model_copy(
         update={
+            "lead": INJECT,
             "summary": INJECT,
             "highlights": [INJECT, *n.highlights[1:]],
             "risks": [INJECT, *n.risks[1:]],
@@ -307,21 +292,10 @@ def test_model_text_stays_in_its_place_in_a_weekly_report():
     text = render.weekly_markdown(hostile)
     assert shape(text) == shape(render.weekly_markdown(report()))
     texts = inline_texts(text)
-    # a highlight, two risks, a key change, a follow-up, a trend row, three key-PR cells, a title
-    assert texts.count(INJECTED) == 11
+    # the lead, a highlight, two risks, a key change, a follow-up, a trend row, three key-PR
+    # cells, a title
+    assert texts.count(INJECTED) == 12
     assert any(t.endswith(f"。{INJECTED}") for t in texts)  # the summary after the figures
-
-
-def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
-    hostile = hostile_narrative_report()
-    text = render.labels_markdown(hostile)
-    tokens = MARKDOWN.parse(text)
-    headings = [plain(t) for up, t in itertools.pairwise(tokens) if up.type == "heading_open"]
-    assert f"{render.one_line(tag_name(INJECT))}（1）" in headings
-    assert headings.count(f"#101 {INJECTED}") == 3  # under rollout, bugfix and the label
-    before = shape(render.labels_markdown(report()))["heading_open"]
-    assert shape(text)["heading_open"] == before + 2  # the label's group and #101 under it
-    assert "table_open" not in shape(text) and "blockquote_open" not in shape(text)
 
 
 def test_the_readme_example_is_the_golden_digest() -> None:

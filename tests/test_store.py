@@ -170,7 +170,10 @@ def test_a_stored_row_that_no_longer_validates_is_a_miss_and_says_so(
 ) -> None:
     with closing(Store(tmp_path / "prhub.db")) as store:
         store._db.execute("INSERT INTO digests VALUES ('key', 'acme/rocket', 1, '{}', 'then')")
-        store._db.execute("INSERT INTO narratives VALUES ('key', 'not json', 0, 'then')")
+        store._db.execute(
+            "INSERT INTO narratives (key, data, dropped, created_at) "
+            "VALUES ('key', 'not json', 0, 'then')"
+        )
         with caplog.at_level(logging.WARNING, logger="prhub"):
             assert store.digest("key") is None and store.narrative("key") is None
     said = [r.getMessage() for r in caplog.records]
