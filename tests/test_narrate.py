@@ -27,6 +27,8 @@ from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
 
 SETTINGS = Settings()
+# The lead computed from the fixture's facts.
+LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
 
 
 def report() -> WeeklyReport:
@@ -221,9 +223,7 @@ def test_a_small_models_repeated_paragraph_is_kept_once_where_it_first_shows(llm
     assert n.key_prs == []  # its note repeated a highlight: the table shows the digest's reason
     assert n.follow_ups == ["为 #106 补迁移说明。"]
     assert n.summary == "训练算法扩展，配置收紧。"  # the figures line before it says the rest
-    assert (
-        n.lead == "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
-    )
+    assert n.lead == LEAD
 
 
 def test_the_summary_loses_only_the_sentences_that_restate_the_figures():

@@ -21,6 +21,8 @@ from tests.conftest import FIXTURES
 GOLDEN = FIXTURES / "golden"
 # GitHub's dialect as far as markdown-it reads it: CommonMark with tables and strikethrough.
 MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+# The lead computed from the fixture's facts.
+LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
 
 
 def check_golden(name: str, text: str) -> None:
@@ -342,10 +344,7 @@ def test_the_lead_sits_between_the_title_and_the_meta_line():
 
 def test_a_missing_lead_is_computed_never_an_empty_paragraph():
     lines = render.weekly_markdown(sparse_report()).split("\n")
-    assert (
-        lines[2]
-        == "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
-    )
+    assert lines[2] == LEAD
     assert lines[3] == "" and lines[4].startswith("仓库：")
 
 

@@ -19,6 +19,9 @@ from prhub.report import (
 )
 from tests.conftest import FIXTURES
 
+# The lead computed from the fixture's facts.
+LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
+
 
 def test_dry_run_totals_include_the_narrative():
     plan = DryRun(
@@ -114,8 +117,6 @@ def test_a_tie_names_everyone_in_it_and_crowns_no_one():
 
 def test_a_computed_lead_is_never_empty():
     f = fixture().facts
-    assert (
-        lead(f) == "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
-    )
+    assert lead(f) == LEAD
     bare = f.model_copy(update={"modules": {}, "tags": {}, "key_prs": []})
     assert lead(bare) == "本周 rocket 共合入 6 个 PR。"
