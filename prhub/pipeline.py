@@ -274,9 +274,8 @@ class Run:
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
         facts = self._facts(w, fetched, digests)
-        kept = None
+        kept, ordered = None, list(digests.values())
         if narrate_week and digests:
-            ordered = list(digests.values())
             key = narrative_key(facts, ordered, settings)
             kept = None if settings.refresh else self.store.narrative(key)
             if kept is None:
@@ -296,19 +295,16 @@ class Run:
         report = WeeklyReport(
             facts=facts,
             narrative=kept.narrative if kept else None,
-            digests=list(digests.values()),
+            digests=ordered,
             failed=failed,
-            # From the content alone, so the same content renders to the same bytes.
-            meta=WeeklyMeta(
+            meta=WeeklyMeta(  # of the content alone: the same content gives the same bytes
                 prompt=digest.prompt(settings, "weekly").id,
                 model=settings.model,
-                usage=sum(
-                    (d.meta.usage for d in digests.values()), kept.usage if kept else Usage()
-                ),
+                usage=sum((d.meta.usage for d in ordered), kept.usage if kept else Usage()),
                 dropped_citations=kept.dropped if kept else 0,
                 generated_at=kept.created_at
                 if kept
-                else max((d.meta.created_at for d in digests.values()), default=None),
+                else max((d.meta.created_at for d in ordered), default=None),
             ),
         )
         if narrate_week:
