@@ -184,6 +184,7 @@ def weekly(
 @with_options(WEEK, SHARED)
 def labels(
     tag: Annotated[str | None, typer.Option("--tag", help="only this tag")] = None,
+    fmt: Fmt = Format.markdown,
     out: Annotated[
         Path | None, typer.Option("--out", help=help_text("write to this file", "stdout"))
     ] = None,
@@ -195,7 +196,12 @@ def labels(
         _warn(settings)
         from prhub import pipeline
 
-        _week("labels", settings, options, lambda r: pipeline.publish_labels(r, tag, settings, out))
+        _week(
+            "labels",
+            settings,
+            options,
+            lambda r: pipeline.publish_labels(r, tag, settings, out, fmt.value),
+        )
     except PrhubError as exc:
         _fail(exc)
 

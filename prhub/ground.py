@@ -172,6 +172,7 @@ def ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrati
 
     tally.dropped += sum(k.number not in week for k in n.key_prs)
     grounded = WeeklyNarrative(
+        lead=clean(n.lead),
         summary=clean(n.summary),
         highlights=[clean(x) for x in n.highlights],
         key_changes=[clean(x) for x in n.key_changes],

@@ -13,11 +13,11 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from markupsafe import Markup, escape
 
+from prhub.labels import LabelsView
 from prhub.model import PRDigest
 from prhub.render import (
     CODE_SPAN,
     digest_footer,
-    figures,
     local_time,
     one_line,
     paragraphs,
@@ -25,10 +25,17 @@ from prhub.render import (
     weekly_footer,
     weekly_title,
 )
-from prhub.report import WeeklyReport
+from prhub.report import (
+    WeeklyReport,
+    author_highlight,
+    author_line,
+    figures,
+    key_rows,
+    lead,
+)
 from prhub.tags import tag_name
 
-__all__ = ["digest_html", "weekly_html"]
+__all__ = ["digest_html", "labels_html", "weekly_html"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 # A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
@@ -128,25 +135,13 @@ def weekly_html(r: WeeklyReport) -> str:
     """The weekly report as a standalone HTML page, with a tag filter over the PR table."""
     f, n = r.facts, r.narrative
     first, last = period(r)
-    by_number = {d.number: d for d in r.digests}
-    notes = {k.number: k for k in n.key_prs} if n else {}
-    key_rows = []
-    for number in f.key_prs:
-        d, note = by_number[number], notes.get(number)
-        key_rows.append(
-            (
-                number,
-                note.topic if note else d.content.title,
-                d.content.importance,
-                note.note if note else d.content.importance_reason,
-            )
-        )
     # Rows carry tags as the facts count them, so each chip matches the rows it counts; quoted,
     # since labels may hold spaces.
     all_rows = [
         (d, " ".join(quote(t, safe="") for t in dict.fromkeys(map(tag_name, d.tags))))
         for d in r.digests
     ]
+    moment = r.meta.generated_at
     return _page(
         "weekly.html",
         _pr_urls(f.repo, r.digests),
@@ -156,10 +151,17 @@ def weekly_html(r: WeeklyReport) -> str:
         n=n,
         first=first,
         last=last,
-        generated=local_time(r.meta.generated_at, f.tz),
+        lead=(n.lead or lead(f)) if n else "",
+        generated=local_time(moment, f.tz) if moment else "",
         figures=figures(f),  # plain text: the template escapes it
-        share=f"{f.top_author_share:.0%}",
-        key_rows=key_rows,
+        concentration=author_highlight(f),
+        authors=author_line(f),
+        key_rows=key_rows(r),
         all_rows=all_rows,
         footer=weekly_footer(r),
     )
+
+
+def labels_html(v: LabelsView, r: WeeklyReport) -> str:
+    """The labels view as a standalone HTML page."""
+    return _page("labels.html", _pr_urls(v.repo, r.digests), title=f"{v.repo} · 标签视图", v=v)

@@ -72,4 +72,8 @@ MIGRATIONS = [
         expires_at REAL NOT NULL
     );
     """,
+    # What a narrative cost to make, so a report can show it on every rerun.
+    """
+    ALTER TABLE narratives ADD COLUMN usage TEXT NOT NULL DEFAULT '{}';
+    """,
 ]

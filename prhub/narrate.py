@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from prhub.config import Settings
@@ -11,10 +13,14 @@ from prhub.llm import LLM, schema_text
 from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count, truncate
-from prhub.report import WeeklyFacts, WeeklyNarrative
+from prhub.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
 
 DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
 Messages = list[dict[str, str]]
+# A sentence: up to and with its end marks, or the text's end.
+SENTENCE = re.compile(r"[^。！？!?；;]+(?:[。！？!?；;]+|$)|[。！？!?；;]+")
+# Words that crown one author: wrong when several tie for the most PRs.
+CROWNS = ("最多产", "最高产", "产出最多")
 
 
 def digest_line(d: PRDigest, settings: Settings) -> str:
@@ -45,7 +51,7 @@ def narrate(
             _messages(facts, lines, [], settings, llm.mode), WeeklyNarrative
         )
         grounded, dropped = ground_weekly(narrative, facts)
-        return scrub_reply(grounded)[0], usage, dropped
+        return assemble(scrub_reply(grounded)[0], facts), usage, dropped
 
     groups: list[list[str]] = [[]]
     used = 0
@@ -75,7 +81,7 @@ def narrate(
         _messages(facts, short, partials, settings, llm.mode), WeeklyNarrative
     )
     grounded, dropped = ground_weekly(narrative, facts)
-    return scrub_reply(grounded)[0], usage + final, dropped
+    return assemble(scrub_reply(grounded)[0], facts), usage + final, dropped
 
 
 def planned_tokens(facts: WeeklyFacts, digests: int, settings: Settings) -> tuple[int, int]:
@@ -97,10 +103,8 @@ def planned_tokens(facts: WeeklyFacts, digests: int, settings: Settings) -> tupl
 
 def draft_text(n: WeeklyNarrative) -> str:
     """A partial narrative as text for the final call of a map-reduce."""
-    return "\n".join(
-        [n.summary, *n.highlights, *n.key_changes, *n.risks]
-        + [f"{t.theme}：{t.judgement}" for t in n.trends]
-    )
+    parts = [n.lead, n.summary, *n.highlights, *n.key_changes, *n.risks]
+    return "\n".join(filter(None, parts + [f"{t.theme}：{t.judgement}" for t in n.trends]))
 
 
 def _messages(
@@ -114,6 +118,8 @@ def _messages(
         period=period,
         digests=lines,
         partials=partials,
+        figures=figures(facts),
+        top=top_authors(facts),
         schema=schema_text(mode, WeeklyNarrative),
     )
 
@@ -121,3 +127,87 @@ def _messages(
 def _fixed_tokens(facts: WeeklyFacts, settings: Settings) -> int:
     empty = _messages(facts, [], [], settings, "json_object")  # the longest instructions
     return count("\n".join(m["content"] for m in empty), settings.encoding) + MARGIN
+
+
+def assemble(n: WeeklyNarrative, facts: WeeklyFacts) -> WeeklyNarrative:
+    """The narrative as the report prints it, whatever the model wrote.
+
+    A tie for the most PRs crowns no author; the summary leaves the figures printed before it to
+    them; each paragraph appears once, where the report shows it first; the lead is never empty.
+    """
+    if len(top_authors(facts)) > 1:
+        n = _edit(n, lambda text: _without(text, lambda s: any(c in s for c in CROWNS)))
+    n = n.model_copy(update={"summary": _without(n.summary, lambda s: restates(s, facts))})
+    n = _once(n)
+    return n if n.lead else n.model_copy(update={"lead": lead(facts)})
+
+
+def restates(sentence: str, facts: WeeklyFacts) -> bool:
+    """True when a sentence repeats the computed figures line: PR count, tags, mean importance."""
+    if "平均重要性" in sentence or "标签分布" in sentence:
+        return True
+    count = rf"(?<![\d.]){facts.pr_count}\s*(?:个|项)?\s*(?:PR|pr|合并请求|拉取请求)"
+    if re.search(count, sentence):
+        return True
+    mean = facts.mean_importance
+    return mean is not None and bool(re.search(rf"(?<![\d.]){mean:.2f}(?!\d)", sentence))
+
+
+def _without(text: str, drop: Callable[[str], bool]) -> str:
+    return "".join(s for s in SENTENCE.findall(text) if not drop(s)).strip()
+
+
+def _edit(n: WeeklyNarrative, change: Callable[[str], str]) -> WeeklyNarrative:
+    """Every text of the narrative changed by `change`; list items left empty go."""
+
+    def items(texts: list[str]) -> list[str]:
+        return [t for t in map(change, texts) if t]
+
+    return n.model_copy(
+        update={
+            "lead": change(n.lead),
+            "summary": change(n.summary),
+            "highlights": items(n.highlights),
+            "key_changes": items(n.key_changes),
+            "risks": items(n.risks),
+            "follow_ups": items(n.follow_ups),
+            "trends": [
+                t.model_copy(update={"judgement": j})
+                for t in n.trends
+                if (j := change(t.judgement))
+            ],
+            "key_prs": [
+                k.model_copy(update={"note": note}) for k in n.key_prs if (note := change(k.note))
+            ],
+        }
+    )
+
+
+def _once(n: WeeklyNarrative) -> WeeklyNarrative:
+    """Each paragraph kept where the report prints it first: the lead, highlights, risks, the
+    summary, key changes, trends, key-PR notes, then follow-ups."""
+    seen: set[str] = set()
+
+    def first(text: str) -> str:
+        key = re.sub(r"[\W_]+", "", text).lower()
+        if not key or key in seen:
+            return ""
+        seen.add(key)
+        return text
+
+    lead_text = first(n.lead)
+    highlights = [t for t in n.highlights if first(t)]
+    risks = [t for t in n.risks if first(t)]
+    summary = first(n.summary)
+    return n.model_copy(
+        update={
+            "lead": lead_text,
+            "highlights": highlights,
+            "risks": risks,
+            "summary": summary,
+            "key_changes": [t for t in n.key_changes if first(t)],
+            "trends": [t for t in n.trends if first(t.judgement)],
+            "key_prs": [k for k in n.key_prs if first(k.note)],
+            "follow_ups": [t for t in n.follow_ups if first(t)],
+        }
+    )

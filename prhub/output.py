@@ -10,12 +10,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from prhub import html, render
+from prhub import html, labels, render
 from prhub.config import Settings
 from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
 from prhub.report import WeeklyReport
-from prhub.tags import tag_name
 
 Format = Literal["markdown", "json", "html"]
 SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}
@@ -40,9 +39,16 @@ def weekly_text(report: WeeklyReport, fmt: Format) -> str:
     return render.weekly_markdown(report)
 
 
-def labels_text(report: WeeklyReport, tag: str | None, aliases: dict[str, str]) -> str:
-    """The week's digests grouped by tag, in Markdown; `tag` in the repository's spelling."""
-    return render.labels_markdown(report, tag_name(tag, aliases) if tag else None)
+def labels_text(
+    report: WeeklyReport, tag: str | None, aliases: dict[str, str], fmt: Format = "markdown"
+) -> str:
+    """The week's digests grouped by tag; `tag` in any spelling its aliases fold."""
+    view = labels.view(report, tag, aliases)
+    if fmt == "json":
+        return labels.labels_json(view)
+    if fmt == "html":
+        return html.labels_html(view, report)
+    return labels.labels_markdown(view)
 
 
 def report_path(report: WeeklyReport, fmt: Format, root: Path = REPORTS) -> Path:
@@ -67,7 +73,8 @@ def write(text: str, out: Path | None) -> None:
     """Writes `text` to stdout (None), a device or FIFO as it is, or a regular file atomically.
 
     A symlink is written through to its target; a directory is refused. A regular file is
-    replaced by rename, so no reader ever sees half of it.
+    replaced by rename, so no reader ever sees half of it, and left untouched (bytes and mtime)
+    when it already holds `text`: a rerun that changes nothing changes no file.
     """
     if out is None:
         _stdout(text)
@@ -83,8 +90,18 @@ def write(text: str, out: Path | None) -> None:
         raise OutputError(f"cannot write {out}: it is a directory; name a file")
     if mode is not None and not stat.S_ISREG(mode):
         _direct(text, out)  # a device or FIFO: renaming over it would replace the node
-    else:
+    elif not (mode is not None and _holds(path, text.encode("utf-8"))):
         _atomic(text, path, out, mode)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """True when the regular file at `path` holds exactly `data`."""
+    try:
+        if path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False  # unreadable: write it, and let that say what is wrong
 
 
 def _stdout(text: str) -> None:
@@ -140,10 +157,14 @@ def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path |
 
 
 def publish_labels(
-    report: WeeklyReport, tag: str | None, settings: Settings, out: Path | None
+    report: WeeklyReport,
+    tag: str | None,
+    settings: Settings,
+    out: Path | None,
+    fmt: Format = "markdown",
 ) -> None:
     """Renders the week's digests grouped by tag and writes them to `out` (None: stdout)."""
-    write(labels_text(report, tag, settings.tags), out)
+    write(labels_text(report, tag, settings.tags, fmt), out)
 
 
 def fail_partly(report: WeeklyReport) -> None:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -278,9 +278,8 @@ class Run:
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
         facts = self._facts(w, fetched, digests)
-        narrative, dropped = None, 0
+        kept, ordered = None, list(digests.values())
         if narrate_week and digests:
-            ordered = list(digests.values())
             key = narrative_key(facts, ordered, settings)
             kept = None if settings.refresh else self.store.narrative(key)
             if kept is None:
@@ -288,9 +287,7 @@ class Run:
                     facts, ordered, settings, self._need()
                 )
                 usage += call_usage
-                self.store.save_narrative(key, narrative, dropped)
-            else:
-                narrative, dropped = kept
+                kept = self.store.save_narrative(key, narrative, dropped, call_usage)
         self.stats = RunStats(
             prs=len(digests) + len(failed),
             cached=cached,
@@ -301,16 +298,17 @@ class Run:
         )
         report = WeeklyReport(
             facts=facts,
-            narrative=narrative,
-            digests=list(digests.values()),
+            narrative=kept.narrative if kept else None,
+            digests=ordered,
             failed=failed,
-            meta=WeeklyMeta(
+            meta=WeeklyMeta(  # of the content alone: the same content gives the same bytes
                 prompt=digest.prompt(settings, "weekly").id,
                 model=settings.model,
-                usage=usage,
-                cached_digests=cached,
-                dropped_citations=dropped,
-                generated_at=datetime.now(UTC),
+                usage=sum((d.meta.usage for d in ordered), kept.usage if kept else Usage()),
+                dropped_citations=kept.dropped if kept else 0,
+                generated_at=kept.created_at
+                if kept
+                else max((d.meta.created_at for d in ordered), default=None),
             ),
         )
         if narrate_week:

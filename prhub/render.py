@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from prhub.checks import LABELS
 from prhub.model import PRDigest
-from prhub.report import WeeklyFacts, WeeklyReport
-from prhub.tags import tag_name
+from prhub.report import (
+    WeeklyFacts,
+    WeeklyReport,
+    author_highlight,
+    author_line,
+    figures,
+    key_rows,
+    lead,
+)
 
 # A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
@@ -126,14 +132,17 @@ def digest_footer(d: PRDigest) -> str:
 
 
 def weekly_footer(r: WeeklyReport) -> str:
-    """The report's provenance as plain text: prompt, model, usage and digests reused."""
+    """The report's provenance as plain text: prompt, model, and what its content cost to make.
+
+    The usage is that of the digests and narrative shown, whichever run made them, so a rerun
+    that makes nothing new prints the same footer.
+    """
     meta = r.meta
     parts = [
         meta.prompt,
         meta.model,
-        f"本次调用 {meta.usage.calls} 次",
+        f"导读与周报共调用 {meta.usage.calls} 次",
         f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
-        f"复用导读 {meta.cached_digests} 篇",
     ]
     if meta.dropped_citations:
         parts.append(f"删去无据引用 {meta.dropped_citations} 处")
@@ -190,54 +199,58 @@ def weekly_title(r: WeeklyReport) -> str:
     return f"{name} 仓库周报｜{f.year} 年第 {f.week} 周（{first[5:]} 至 {last[5:]}）"
 
 
-def figures(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
-    """The executive summary's figures, computed, never written by the model."""
-    name = escape(f.repo.split("/")[-1])
-    text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
-    top = [f"{escape(tag)}（{n}）" for tag, n in list(f.tags.items())[:4]]
-    if top:
-        text += "，标签分布集中在 " + "、".join(top)
-    if f.mean_importance is not None:
-        text += f"，平均重要性 {f.mean_importance:.2f}"
-    return text + "。"
+def generated(r: WeeklyReport) -> str:
+    """· 生成于 TIME for the meta line, when the report's content has a time it was made."""
+    moment = r.meta.generated_at
+    return f" · 生成于 {local_time(moment, r.facts.tz)}" if moment else ""
+
+
+def pr_url(r: WeeklyReport, number: int) -> str:
+    """A PR's address: its digest's, else next to the other PRs of the report."""
+    urls = {d.number: pr_link(d) for d in r.digests}
+    base = next(
+        (u.rsplit("/pull/", 1)[0] for u in urls.values() if "/pull/" in u),
+        f"https://github.com/{r.facts.repo}",
+    )
+    return urls.get(number, f"{base}/pull/{number}")
 
 
 def weekly_markdown(r: WeeklyReport) -> str:
-    """The weekly report: highlights and risks first, then the full report with its tables."""
+    """The weekly report: lead, highlights and risks first, then the full report with its tables."""
     f, n = r.facts, r.narrative
     first, last = period(r)
-    generated = local_time(r.meta.generated_at, f.tz)
-    lines = [
-        f"# {md(weekly_title(r))}",
-        "",
+    meta = (
         f"仓库：{md(f.repo)} · 周期：{first} 至 {last}（{md(f.tz)}） · 来源 PR：{f.pr_count} · "
-        f"重点 PR：{len(f.key_prs)} · 生成于 {generated}",
-        "",
-    ]
+        f"重点 PR：{len(f.key_prs)}{generated(r)}"
+    )
+    lines = [f"# {md(weekly_title(r))}", ""]
+    if n is not None:
+        lines += [md(n.lead or lead(f)), ""]
+    lines += [meta, ""]
     if f.pr_count == 0 and not r.failed:
         lines += ["本周没有合入任何 PR。", ""]
         return "\n".join(lines)
     if n is None:
         lines += [figures(f, md), ""]
     else:
-        lines += ["## 本周亮点", "", *_bullets(n.highlights), ""]
-        lines += ["## 风险观察", "", *_bullets(n.risks), ""]
-        lines += ["## 完整周报", "", "### 1. 执行摘要", "", f"{figures(f, md)}{md(n.summary)}", ""]
-        lines += ["### 2. 本周重点变化", "", *_bullets(n.key_changes), ""]
-        lines += [
-            "### 3. 模块与主题趋势",
-            "",
-            "| 主题 | 代表 PR | 趋势判断 |",
-            "| --- | --- | --- |",
+        highlights = _bullets(n.highlights)
+        if concentration := author_highlight(f, md):
+            highlights.append(f"- {concentration}")
+        risks = _bullets(n.risks) + _fact_risks(f)
+        lines += _section("## 本周亮点", highlights)
+        lines += _section("## 风险观察", _bullets(n.risks) or _fact_risks(f))
+        lines += ["## 完整周报", ""]
+        full = [
+            ("执行摘要", [f"{figures(f, md)}{md(n.summary)}"]),
+            ("本周重点变化", _bullets(n.key_changes)),
+            ("模块与主题趋势", _trends(r)),
+            ("风险观察", risks),
+            ("重点 PR 速览", _key_pr_table(r)),
+            ("后续建议", [f"{i}. {md(x)}" for i, x in enumerate(n.follow_ups, 1)]),
         ]
-        lines += [
-            f"| {md(t.theme, table=True)} | {_refs(t.prs)} | {md(t.judgement, table=True)} |"
-            for t in n.trends
-        ]
-        lines += ["", "### 4. 风险观察", "", *_bullets(n.risks), *_fact_risks(f), ""]
-        lines += _key_pr_table(r)
-        lines += ["### 6. 后续建议", ""]
-        lines += [f"{i}. {md(x)}" for i, x in enumerate(n.follow_ups, 1)] + [""]
+        shown = [(title, body) for title, body in full if body]
+        for i, (title, body) in enumerate(shown, 1):
+            lines += _section(f"### {i}. {title}", body)
     lines += _data_section(f)
     lines += _all_prs(r)
     if r.failed:
@@ -246,6 +259,11 @@ def weekly_markdown(r: WeeklyReport) -> str:
         lines += ["重新运行同一命令只会重试这些 PR。", ""]
     lines += [f"<sub>{md(weekly_footer(r))}</sub>", ""]
     return "\n".join(lines)
+
+
+def _section(heading: str, body: list[str]) -> list[str]:
+    """A heading and its lines, or nothing when there are no lines: no empty sections."""
+    return [heading, "", *body, ""] if body else []
 
 
 def _bullets(items: list[str]) -> list[str]:
@@ -269,25 +287,29 @@ def _fact_risks(f: WeeklyFacts) -> list[str]:
     return out
 
 
-def _key_pr_table(r: WeeklyReport) -> list[str]:
-    by_number = {d.number: d for d in r.digests}
-    notes = {k.number: k for k in r.narrative.key_prs} if r.narrative else {}
-    lines = [
-        "### 5. 重点 PR 速览",
-        "",
-        "| PR | 标题/主题 | 重要性 | 关键观察 |",
-        "| --- | --- | --- | --- |",
+def _trends(r: WeeklyReport) -> list[str]:
+    """The trends table; no lines, so no section, when the model found no trend."""
+    trends = r.narrative.trends if r.narrative else []
+    if not trends:
+        return []
+    return ["| 主题 | 代表 PR | 趋势判断 |", "| --- | --- | --- |"] + [
+        f"| {md(t.theme, table=True)} | {_refs(t.prs)} | {md(t.judgement, table=True)} |"
+        for t in trends
     ]
-    for number in r.facts.key_prs:
-        d = by_number[number]
-        note = notes.get(number)
-        topic = note.topic if note else d.content.title
-        said = note.note if note else d.content.importance_reason
+
+
+def _key_pr_table(r: WeeklyReport) -> list[str]:
+    rows = key_rows(r)
+    if not rows:
+        return []
+    lines = ["| PR | 标题/主题 | 重要性 | 关键观察 |", "| --- | --- | --- | --- |"]
+    for row in rows:
+        refs = "/".join(f"[#{n}]({pr_url(r, n)})" for n in row.numbers)
+        score = f"{row.importance:.1f}" if row.importance is not None else "—"
         lines.append(
-            f"| [#{number}]({pr_link(d)}) | {md(topic, table=True)} | {d.content.importance:.1f} | "
-            f"{md(said, table=True)} |"
+            f"| {refs} | {md(row.topic, table=True)} | {score} | {md(row.note, table=True)} |"
         )
-    return [*lines, ""]
+    return lines
 
 
 def _data_section(f: WeeklyFacts) -> list[str]:
@@ -297,13 +319,7 @@ def _data_section(f: WeeklyFacts) -> list[str]:
         lines += ["", "| 热点文件 | PR |", "| --- | --- |"]
         lines += [f"| {code(h.path, table=True)} | {_refs(h.prs)} |" for h in f.hot_files]
     if f.authors:
-        share = f"{f.top_author_share:.0%}"
-        top = f.authors[0]
-        lines += [
-            "",
-            f"作者 {len(f.authors)} 人，最多产的 {md(top.author)} "
-            f"贡献 {len(top.prs)} 个（{share}）。",
-        ]
+        lines += ["", author_line(f, md)]
     if f.first_time:
         names = "、".join(f"{md(a.author)}（{_refs(a.prs)}）" for a in f.first_time)
         lines += ["", f"首次贡献者：{names}。"]
@@ -328,25 +344,3 @@ def _all_prs(r: WeeklyReport) -> list[str]:
 
 def weekly_json(r: WeeklyReport) -> str:
     return r.model_dump_json(indent=2) + "\n"
-
-
-def labels_markdown(r: WeeklyReport, tag: str | None = None) -> str:
-    """The week's digests grouped by tag; one tag when `tag` is given."""
-    groups: dict[str, list[PRDigest]] = {}
-    for d in r.digests:
-        for t in d.tags:
-            groups.setdefault(t, []).append(d)
-    if tag is not None:
-        groups = {tag_name(tag): groups.get(tag_name(tag), [])}
-    lines = [f"# {md(r.facts.repo)} · 标签视图 · {md(weekly_title(r))}", ""]
-    for name in sorted(groups, key=lambda t: (-len(groups[t]), t)):
-        lines += [f"## {md(name)}（{len(groups[name])}）", ""]
-        for d in groups[name]:
-            lines += [f"### [#{d.number}]({pr_link(d)}) {md(d.content.title)}", ""]
-            verdict = f"**{d.content.verdict}**（约 {d.content.minutes} 分钟）。"
-            advice = paragraphs(d.content.advice) or [""]
-            lines += [verdict + md(advice[0]), ""]
-            lines += [line for para in advice[1:] for line in (md(para), "")]
-        if not groups[name]:
-            lines += ["本周没有这个标签的 PR。", ""]
-    return "\n".join(lines)

@@ -1,7 +1,8 @@
-"""Types of a week's report and of dry runs. No I/O here."""
+"""Types of a week's report and of dry runs, and the texts made of its facts alone. No I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated
 
@@ -60,6 +61,79 @@ class WeeklyFacts(BaseModel):
     key_prs: list[int] = []  # by importance, most important first
 
 
+# Texts of the facts alone, which the report prints around the model's prose.
+
+CONCENTRATION = 0.15  # one author with this share of the week's PRs (and 2 or more) is news
+
+
+def top_authors(f: WeeklyFacts) -> list[AuthorCount]:
+    """The authors with the most PRs: one, or all who tie for the most."""
+    if not f.authors:
+        return []
+    most = len(f.authors[0].prs)
+    return [a for a in f.authors if len(a.prs) == most]
+
+
+def concentrated(f: WeeklyFacts) -> bool:
+    """True when one author, or each of a tie, made >= 15 % of the week's PRs, and at least 2."""
+    top = top_authors(f)
+    return bool(top) and len(top[0].prs) >= 2 and f.top_author_share >= CONCENTRATION
+
+
+def figures(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
+    """The executive summary's figures, computed, never written by the model."""
+    name = escape(f.repo.split("/")[-1])
+    text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
+    top = [f"{escape(tag)}（{n}）" for tag, n in list(f.tags.items())[:4]]
+    if top:
+        text += "，标签分布集中在 " + "、".join(top)
+    if f.mean_importance is not None:
+        text += f"，平均重要性 {f.mean_importance:.2f}"
+    return text + "。"
+
+
+def lead(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
+    """A lead paragraph from the facts, for a week whose model wrote none."""
+    name = escape(f.repo.split("/")[-1])
+    text = f"本周 {name} 共合入 {f.pr_count} 个 PR"
+    themes = [escape(t) for t in list(f.modules or f.tags)[:3]]
+    if themes:
+        text += "，主要涉及 " + "、".join(themes)
+    if f.key_prs:
+        text += f"，其中重点 PR {len(f.key_prs)} 个"
+    if f.reverts:
+        text += f"，revert {len(f.reverts)} 个"
+    return text + "。"
+
+
+def author_line(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
+    """Who made the most PRs; a tie names everyone in it and calls none of them the top."""
+    top = top_authors(f)
+    if not top:
+        return ""
+    share = f"{f.top_author_share:.0%}"
+    count, people = len(top[0].prs), f"作者 {len(f.authors)} 人"
+    if len(top) == 1:
+        return f"{people}，最多产的 {escape(top[0].author)} 贡献 {count} 个（{share}）。"
+    names = "、".join(escape(a.author) for a in top)
+    return f"{people}，{names} 并列最多，各贡献 {count} 个（各 {share}）。"
+
+
+def author_highlight(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
+    """The highlight on author concentration, when there is one to report."""
+    if not concentrated(f):
+        return ""
+    top = top_authors(f)
+    count, share = len(top[0].prs), f"{f.top_author_share:.0%}"
+    refs = "、".join(f"#{n}" for a in top for n in a.prs)
+    if len(top) == 1:
+        who = f"{escape(top[0].author)} 本周贡献 {count} 个 PR（{share}：{refs}）"
+    else:
+        names = "、".join(escape(a.author) for a in top)
+        who = f"{names} 本周各贡献 {count} 个 PR（各 {share}：{refs}）"
+    return f"作者集中度较高：{who}，单点知识风险需要关注。"
+
+
 class Trend(BaseModel):
     model_config = REPLY
 
@@ -81,7 +155,8 @@ class WeeklyNarrative(BaseModel):
 
     model_config = REPLY
 
-    summary: str = Field(description="一段话的执行摘要，数字只用给出的统计")
+    lead: str = Field("", description="标题下的一两句导语：本周合入多少 PR、有哪几条主线")
+    summary: str = Field(description="两三句执行摘要：本周主线和整体判断，不重复程序印出的统计")
     highlights: Texts = Field([], description="3–6 条本周亮点，每条引用 PR 编号如 #123")
     key_changes: Texts = Field([], description="本周重点变化，每条引用 PR 编号")
     trends: Annotated[list[Trend], Listed] = Field([], description="模块与主题趋势")
@@ -96,12 +171,14 @@ class FailedPR(BaseModel):
 
 
 class WeeklyMeta(BaseModel):
+    """Where the report's content came from; the same content gives the same meta."""
+
     prompt: str
     model: str
-    usage: Usage  # the whole run: digests made now plus the narrative
-    cached_digests: int = 0
+    usage: Usage  # what made the report's digests and narrative, whichever run made them
     dropped_citations: int = 0
-    generated_at: datetime
+    # When the narrative was first made; else the newest digest; None for a week with neither.
+    generated_at: datetime | None = None
 
 
 class WeeklyReport(BaseModel):
@@ -137,3 +214,44 @@ class DryRun(BaseModel):
     @property
     def tokens_in(self) -> int:
         return sum(p.tokens_in for p in self.prs) + self.narrative_tokens_in
+
+
+class KeyRow(BaseModel):
+    """One row of the key-PR table: a PR, or a PR and the revert of it (`numbers` A, B)."""
+
+    numbers: list[int]
+    topic: str
+    importance: float | None  # the highest of the row's PRs that have a digest
+    note: str
+
+
+def key_rows(r: WeeklyReport) -> list[KeyRow]:
+    """The key PRs, most important first; a revert shares its row with the PR it reverts."""
+    f = r.facts
+    by_number = {d.number: d for d in r.digests}
+    notes = {k.number: k for k in r.narrative.key_prs} if r.narrative else {}
+    pairs: dict[int, tuple[list[int], str]] = {}
+    for rev in f.reverts:
+        if rev.reverted is not None:
+            hours = rev.delay_hours
+            when = f"在 #{rev.reverted} 合入 {hours} 小时后" if hours is not None else ""
+            told = f"#{rev.number} {when}撤销了 #{rev.reverted}。"
+            pairs[rev.number] = pairs[rev.reverted] = ([rev.reverted, rev.number], told)
+    rows: list[KeyRow] = []
+    shown: set[int] = set()
+    for number in f.key_prs:
+        numbers, told = pairs.get(number, ([number], ""))
+        if shown & set(numbers):
+            continue
+        shown.update(numbers)
+        digests = [by_number[n] for n in numbers if n in by_number]
+        note = next((notes[n] for n in numbers if n in notes), None)
+        rows.append(
+            KeyRow(
+                numbers=numbers,
+                topic=note.topic if note else digests[0].content.title,
+                importance=max((d.content.importance for d in digests), default=None),
+                note=note.note if note else told + digests[0].content.importance_reason,
+            )
+        )
+    return sorted(rows, key=lambda row: (-(row.importance or 0.0), row.numbers[0]))

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import platformdirs
 from pydantic import BaseModel, ValidationError
@@ -30,6 +30,7 @@ from prhub.model import (
     DigestContent,
     PRDigest,
     PullRequest,
+    Usage,
 )
 from prhub.report import WeeklyFacts, WeeklyNarrative, WeeklyReport
 
@@ -38,6 +39,15 @@ log = logging.getLogger("prhub")
 
 OPEN_ATTEMPTS = 5
 LEASE_SECONDS = 1800.0  # a holder that neither finishes nor dies in this time is taken over
+
+
+class StoredNarrative(NamedTuple):
+    """A week's narrative as stored: what it dropped, what it cost and when it was first made."""
+
+    narrative: WeeklyNarrative
+    dropped: int
+    usage: Usage
+    created_at: datetime
 
 
 def digest_key(pr: PullRequest, settings: Settings) -> str:
@@ -141,21 +151,44 @@ class Store:
                 ),
             )
 
-    def narrative(self, key: str) -> tuple[WeeklyNarrative, int] | None:
-        """A week's narrative made before from the same inputs, with its dropped citations."""
+    def narrative(self, key: str) -> StoredNarrative | None:
+        """A week's narrative made before from the same inputs, with what it cost and when."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT data, dropped FROM narratives WHERE key = ?", (key,)
+                "SELECT data, dropped, usage, created_at FROM narratives WHERE key = ?", (key,)
             ).fetchone()
         narrative = _load(WeeklyNarrative, row[0]) if row else None
-        return (narrative, row[1]) if narrative and row else None
+        if narrative is None or row is None:
+            return None
+        usage = _load(Usage, row[2]) or Usage()
+        return StoredNarrative(narrative, row[1], usage, datetime.fromisoformat(row[3]))
 
-    def save_narrative(self, key: str, narrative: WeeklyNarrative, dropped: int) -> None:
+    def save_narrative(
+        self, key: str, narrative: WeeklyNarrative, dropped: int, usage: Usage | None = None
+    ) -> StoredNarrative:
+        """Stores a narrative and returns it as stored.
+
+        The same text made again keeps its first record, time and cost included, so a report
+        made from it stays the same.
+        """
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO narratives VALUES (?, ?, ?, ?)",
-                (key, narrative.model_dump_json(), dropped, _now()),
+                "INSERT INTO narratives (key, data, dropped, created_at, usage) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET data = excluded.data, "
+                "dropped = excluded.dropped, created_at = excluded.created_at, "
+                "usage = excluded.usage WHERE narratives.data != excluded.data",
+                (
+                    key,
+                    narrative.model_dump_json(),
+                    dropped,
+                    _now(),
+                    (usage or Usage()).model_dump_json(),
+                ),
             )
+        stored = self.narrative(key)
+        if stored is None:  # only when this version cannot read what it just wrote
+            raise StoreError(f"the store {self.path} lost the narrative it was given")
+        return stored
 
     def save_report(self, report: WeeklyReport) -> None:
         """Keeps the latest report of a window, so a lost file can be rendered again."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,24 @@ def test_rerun_reuses_everything(env, llm):
     assert again.exit_code == 0
     assert len(llm.bodies) == calls
     assert "6 PRs (6 from the store, 0 failed) · 0 LLM calls" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("fmt", "suffix"), [("markdown", "md"), ("json", "json"), ("html", "html")]
+)
+def test_a_rerun_with_nothing_new_leaves_the_report_untouched(env, llm, tmp_path, fmt, suffix):
+    week = ["weekly", "--week", "31", "--year", "2026", "--format", fmt]
+    assert prhub(env, *week).exit_code == 0
+    report = tmp_path / "reports" / "acme" / "rocket" / f"2026-W31.{suffix}"
+    first = report.read_bytes()
+    os.utime(report, ns=(1_000_000_000, 1_000_000_000))  # a time no write would give
+    again = prhub(env, *week)
+    assert again.exit_code == 0 and "0 LLM calls" in again.stderr
+    assert report.read_bytes() == first
+    assert report.stat().st_mtime_ns == 1_000_000_000
+    if fmt == "markdown":
+        # The footer counts what made the content, which the first run paid for.
+        assert f"导读与周报共调用 {len(llm.bodies)} 次" in first.decode()
 
 
 def test_stdout_json_and_quiet(env):
@@ -182,6 +201,35 @@ def test_labels_groups_by_tag(env):
     assert result.exit_code == 0, result.stderr
     assert "## rollout（2）" in result.stdout
     assert "#101" in result.stdout and "#103" in result.stdout and "#102" not in result.stdout
+
+
+def test_labels_folds_an_alias_of_the_tag_asked_for(env):
+    result = prhub(env, "labels", "--week", "31", "--year", "2026", "--tag", "doc", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "## docs（1）" in result.stdout and "#104" in result.stdout
+
+
+def test_labels_for_a_tag_without_prs_lists_the_tags_that_exist(env):
+    result = prhub(env, "labels", "--week", "31", "--year", "2026", "--tag", "npu", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "## npu（0）" in result.stdout and "本周没有这个标签的 PR。" in result.stdout
+    assert "本周有 PR 的标签：" in result.stdout and "rollout（2）" in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "html"])
+def test_labels_takes_the_formats_of_the_other_commands(env, fmt):
+    args = ["labels", "--week", "31", "--year", "2026", "--tag", "rollout", "-q"]
+    result = prhub(env, *args, "--format", fmt)
+    assert result.exit_code == 0, result.stderr
+    if fmt == "json":
+        [group] = json.loads(result.stdout)["groups"]
+        assert [pr["number"] for pr in group["prs"]] == [101, 103]
+    else:
+        assert (
+            result.stdout.startswith("<!doctype html>") and "<h2>rollout（2）</h2>" in result.stdout
+        )
+    bad = prhub(env, *args, "--format", "pdf")
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
 
 
 def test_config_file_precedence_and_masking(env, tmp_path):

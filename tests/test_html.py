@@ -32,6 +32,8 @@ from tests.test_render import (
     injected_digest,
     plain,
     report,
+    revert_report,
+    sparse_report,
 )
 
 EVIL = "<script>alert(1)</script> <img src=x onerror=alert(1)> a | b `x<y>&z` stray ` tick & c"
@@ -246,6 +248,8 @@ def md_blocks(text: str) -> list[str]:
         hostile_report,
         hostile_narrative_report,
         long_report,
+        sparse_report,
+        revert_report,
     ],
     ids=lambda f: f.__name__,
 )
@@ -561,3 +565,16 @@ def test_screenshot_in_chromium(tmp_path, which):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", data[16:24]) == (1280, 2400)
     assert len(data) > 30_000  # a blank page of this size is a few kilobytes
+
+
+def test_weekly_page_opens_with_the_lead_and_pairs_a_revert_in_one_row():
+    page = html.weekly_html(revert_report())
+    lead = report().narrative.lead  # type: ignore[union-attr]
+    assert f'</h1>\n<p class="lead">{lead}</p>\n<p class="meta">' in page
+    assert (
+        '<td class="nowrap"><a href="https://github.com/acme/rocket/pull/103">#103</a>/'
+        '<a href="https://github.com/acme/rocket/pull/104">#104</a></td>'
+    ) in page
+    sparse = html.weekly_html(sparse_report())
+    assert "模块与主题趋势" not in sparse and "<th>主题</th>" not in sparse
+    assert "最多产" not in sparse and "生成于" not in sparse

@@ -12,14 +12,23 @@ from prhub import narrate
 from prhub.config import Settings
 from prhub.llm import LLM
 from prhub.model import PRDigest
-from prhub.narrate import DIGEST_LINE_TOKENS, digest_line, draft_text, planned_tokens
+from prhub.narrate import (
+    DIGEST_LINE_TOKENS,
+    assemble,
+    digest_line,
+    draft_text,
+    planned_tokens,
+    restates,
+)
 from prhub.prepare.tokens import count
-from prhub.report import Trend, WeeklyNarrative, WeeklyReport
+from prhub.report import Trend, WeeklyNarrative, WeeklyReport, figures
 from tests.conftest import FIXTURES, OPENAI_KEY
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
 
 SETTINGS = Settings()
+# The lead computed from the fixture's facts.
+LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
 
 
 def report() -> WeeklyReport:
@@ -113,6 +122,7 @@ def test_planned_tokens_with_a_small_budget_is_groups_and_a_final_call():
 
 def test_draft_text_joins_the_parts_a_final_call_merges():
     n = WeeklyNarrative(
+        lead="本周导语",
         summary="本周摘要",
         highlights=["亮点一 #101", "亮点二"],
         key_changes=["变化 #102"],
@@ -120,7 +130,9 @@ def test_draft_text_joins_the_parts_a_final_call_merges():
         risks=["风险 #106"],
         follow_ups=["后续不进草稿"],
     )
-    assert draft_text(n) == "本周摘要\n亮点一 #101\n亮点二\n变化 #102\n风险 #106\nrollout：升温"
+    assert draft_text(n) == (
+        "本周导语\n本周摘要\n亮点一 #101\n亮点二\n变化 #102\n风险 #106\nrollout：升温"
+    )
     assert draft_text(WeeklyNarrative(summary="只有摘要")) == "只有摘要"
 
 
@@ -167,7 +179,7 @@ def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
     assert all(count(prompt_text(body)) <= 3500 for body in sent)
     final = prompt_text(sent[-1])
     assert "第 1 组草稿" in final and "第 2 组草稿" in final
-    assert not any("组草稿" in prompt_text(body) for body in sent[:-1])
+    assert not any("第 1 组草稿" in prompt_text(body) for body in sent[:-1])
     # Every PR reaches exactly one group's prompt in full.
     for d in many:
         line = digest_line(d, small)
@@ -176,3 +188,126 @@ def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
     calls, tokens = planned_tokens(facts, 40, small)
     assert calls >= usage.calls
     assert tokens >= sum(count(prompt_text(body)) for body in sent)
+
+
+# assemble: what a real small model writes, made fit to print
+
+
+SMALL_MODEL_HIGHLIGHT = "#102 引入 GRPO 优势估计器，是本周最重要的改动，训练配置同步更新。"
+
+
+def small_model_reply(body: dict[str, Any]) -> str:
+    """A 1.5B model's narrative: one highlight three times, the figures restated, no lead."""
+    return json.dumps(
+        {
+            "summary": "本周 rocket 共合入 6 个 PR，平均重要性 5.23。训练算法扩展，配置收紧。",
+            "highlights": [SMALL_MODEL_HIGHLIGHT, "#101 修复温度为 0 时的崩溃。"],
+            "key_changes": [SMALL_MODEL_HIGHLIGHT, "#106 重命名配置项。"],
+            "trends": [],
+            "risks": [SMALL_MODEL_HIGHLIGHT + "\n", "#103 没有补测试。"],
+            "key_prs": [{"number": 102, "topic": "GRPO", "note": SMALL_MODEL_HIGHLIGHT}],
+            "follow_ups": ["为 #106 补迁移说明。", "为 #106 补迁移说明。"],
+        },
+        ensure_ascii=False,
+    )
+
+
+def test_a_small_models_repeated_paragraph_is_kept_once_where_it_first_shows(llm, client):
+    llm.responder = small_model_reply
+    r = report()
+    settings = on(llm)
+    n, _, _ = narrate.narrate(r.facts, r.digests, settings, client(settings))
+    assert n.highlights == [SMALL_MODEL_HIGHLIGHT, "#101 修复温度为 0 时的崩溃。"]
+    assert n.key_changes == ["#106 重命名配置项。"]
+    assert n.risks == ["#103 没有补测试。"]
+    assert n.key_prs == []  # its note repeated a highlight: the table shows the digest's reason
+    assert n.follow_ups == ["为 #106 补迁移说明。"]
+    assert n.summary == "训练算法扩展，配置收紧。"  # the figures line before it says the rest
+    assert n.lead == LEAD
+
+
+def test_the_summary_loses_only_the_sentences_that_restate_the_figures():
+    facts = report().facts
+    n = WeeklyNarrative(
+        lead="本周合入 6 个 PR，主线是 GRPO。",
+        summary=(
+            "本周共 6 个 PR。标签分布以 bugfix 为主；平均重要性为 5.23。"
+            "GRPO 落地，配置收紧，升级需留意兼容性！2 个 PR 触及 trainer。"
+        ),
+    )
+    out = assemble(n, facts)
+    assert out.summary == "GRPO 落地，配置收紧，升级需留意兼容性！2 个 PR 触及 trainer。"
+    assert out.lead == n.lead  # the lead may give the count: it is no figures line
+    assert restates("本周合入6个PR", facts) and not restates("合入 16 个 PR", facts)
+
+
+def test_a_tie_for_the_most_prs_crowns_no_author():
+    from prhub.report import AuthorCount
+
+    facts = report().facts
+    tie = facts.model_copy(
+        update={
+            "authors": [
+                AuthorCount(author="marta-kowal", prs=[102, 106]),
+                AuthorCount(author="lin-yue", prs=[101, 103]),
+            ]
+        }
+    )
+    n = WeeklyNarrative(
+        summary="marta-kowal 是本周最多产的作者。训练侧变化最大。",
+        highlights=["marta-kowal 最多产，贡献了 #102 和 #106。", "#101 修复崩溃。"],
+    )
+    out = assemble(n, tie)
+    assert out.summary == "训练侧变化最大。"
+    assert out.highlights == ["#101 修复崩溃。"]
+    assert assemble(n, facts).highlights == n.highlights  # one top author may be named so
+
+
+def test_a_lead_the_model_left_out_is_computed_from_the_facts():
+    facts = report().facts
+    assert assemble(WeeklyNarrative(summary="摘要。"), facts).lead.startswith(
+        "本周 rocket 共合入 6 个 PR"
+    )
+    assert assemble(WeeklyNarrative(lead="  ", summary="摘要。"), facts).lead != "  "
+
+
+# prompt weekly v3
+
+
+def other_week() -> WeeklyReport:
+    r = report()
+    facts = r.facts.model_copy(
+        update={"repo": "other/repo", "prs": [7, 8], "pr_count": 2, "key_prs": [8]}
+    )
+    return r.model_copy(update={"facts": facts})
+
+
+@pytest.mark.parametrize("mode", ["json_object", "json_schema"])
+def test_v3_keeps_every_static_part_first_and_byte_identical_across_weeks(mode):
+    weeks = [report(), other_week()]
+    sent = [
+        narrate._messages(
+            r.facts, [digest_line(d, SETTINGS) for d in r.digests], [], SETTINGS, mode
+        )
+        for r in weeks
+    ]
+    assert sent[0][0] == sent[1][0]  # the system message: instructions and example
+    system = sent[0][0]["content"]
+    assert "acme/rocket" not in system and "#101" not in system
+    assert sent[0][1]["content"].startswith("<facts>\n仓库：acme/rocket")
+    assert ("```json" in system) == (mode == "json_object")
+
+
+def test_v3_data_uses_the_words_its_instructions_use():
+    r = report()
+    system, user = (
+        m["content"] for m in narrate._messages(r.facts, [], [], SETTINGS, "json_object")
+    )
+    labels = ["本周的 PR", "合入 PR 数", "统计行", "重点 PR", "贡献最多的作者"]
+    labels += ["Revert", "改了代码但没有改测试的 PR", "破坏性变更"]
+    for label in labels:
+        assert label in system, label
+        assert f"\n{label}" in user, label
+    figures_line = next(ln for ln in user.splitlines() if ln.startswith("统计行"))
+    assert figures_line.endswith(figures(r.facts))
+    assert "紧跟在统计行后面" in system and "不要重复统计行里的任何数字" in system

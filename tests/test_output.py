@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import stat
 import sys
@@ -86,6 +87,14 @@ def test_labels_text_groups_by_tag():
     assert "## rollout（2）" in output.labels_text(report(), "sampling", {"sampling": "rollout"})
 
 
+def test_labels_text_dispatches_on_format():
+    r = report()
+    assert output.labels_text(r, "doc", {}, "markdown").startswith("# acme/rocket · 标签视图")
+    assert json.loads(output.labels_text(r, "doc", {}, "json"))["tag"] == "docs"
+    page = output.labels_text(r, "doc", {}, "html")
+    assert page.startswith("<!doctype html>\n") and "<h2>docs（1）</h2>" in page
+
+
 # Paths
 
 
@@ -167,6 +176,23 @@ def test_an_existing_file_is_replaced_whole_and_keeps_its_mode(tmp_path):
     assert stat.S_IMODE(after.st_mode) == 0o640
     assert after.st_ino != before.st_ino  # renamed into place, not rewritten in place
     assert os.listdir(tmp_path) == ["report.md"]
+
+
+def test_the_same_text_leaves_the_file_untouched(tmp_path):
+    out = tmp_path / "report.md"
+    output.write(TEXT, out)
+    os.utime(out, ns=(1_000_000_000, 1_000_000_000))  # a time no write would give
+    before = out.stat()
+    output.write(TEXT, out)
+    after = out.stat()
+    assert (after.st_mtime_ns, after.st_ino) == (before.st_mtime_ns, before.st_ino)
+    assert out.read_bytes() == TEXT.encode()
+    output.write(TEXT + "变了\n", out)  # one more line: written
+    assert out.stat().st_mtime_ns != before.st_mtime_ns
+    assert out.read_text(encoding="utf-8") == TEXT + "变了\n"
+    same_size = TEXT[:-2] + "X\n"  # same length, other bytes: written
+    output.write(same_size, out)
+    assert out.read_text(encoding="utf-8") == same_size
 
 
 def test_writing_through_a_symlink_updates_its_target(tmp_path):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -14,13 +14,15 @@ from markdown_it.token import Token
 
 from prhub import render
 from prhub.model import PRDigest
-from prhub.report import WeeklyReport
+from prhub.report import AuthorCount, Revert, WeeklyReport
 from prhub.tags import parse_title, tag_name
 from tests.conftest import FIXTURES
 
 GOLDEN = FIXTURES / "golden"
 # GitHub's dialect as far as markdown-it reads it: CommonMark with tables and strikethrough.
 MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+# The lead computed from the fixture's facts.
+LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
 
 
 def check_golden(name: str, text: str) -> None:
@@ -47,17 +49,6 @@ def test_weekly_markdown_matches_golden():
     check_golden("weekly-acme-rocket-2026-W31.md", render.weekly_markdown(report()))
 
 
-def test_labels_view_matches_golden():
-    check_golden("labels-acme-rocket-2026-W31.md", render.labels_markdown(report()))
-
-
-def test_labels_view_for_one_tag_lists_only_it():
-    text = render.labels_markdown(report(), "Rollout")
-    assert "## rollout（2）" in text
-    assert "#101" in text and "#103" in text and "#102" not in text
-    assert "没有这个标签" in render.labels_markdown(report(), "nope")
-
-
 def test_json_round_trips():
     assert PRDigest.model_validate_json(render.digest_json(digest())) == digest()
     assert json.loads(render.weekly_json(report()))["facts"]["pr_count"] == 6
@@ -81,10 +72,6 @@ def test_empty_week_report_is_short():
     assert "## 本周亮点" not in text
 
 
-def test_labels_view_folds_the_tag_asked_for():
-    assert "## docs（1）" in render.labels_markdown(report(), "Doc")
-
-
 def test_report_fixture_is_one_the_pipeline_can_make():
     r = report()
     for d in r.digests:
@@ -100,8 +87,8 @@ def test_footers_say_where_the_text_came_from():
     )
     meta = report().meta.model_copy(update={"dropped_citations": 3})
     assert render.weekly_footer(report().model_copy(update={"meta": meta})) == (
-        "weekly@v1 · gpt-4o-mini · 本次调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
-        "复用导读 0 篇 · 删去无据引用 3 处"
+        "weekly@v1 · gpt-4o-mini · 导读与周报共调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
+        "删去无据引用 3 处"
     )
     assert f"<sub>{render.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
 
@@ -281,6 +268,7 @@ def hostile_narrative_report() -> WeeklyReport:
     trends = [n.trends[0].model_copy(update={"theme": INJECT, "judgement": INJECT})]
     narrative = n.model_copy(
         update={
+            "lead": INJECT,
             "summary": INJECT,
             "highlights": [INJECT, *n.highlights[1:]],
             "risks": [INJECT, *n.risks[1:]],
@@ -307,21 +295,10 @@ def test_model_text_stays_in_its_place_in_a_weekly_report():
     text = render.weekly_markdown(hostile)
     assert shape(text) == shape(render.weekly_markdown(report()))
     texts = inline_texts(text)
-    # a highlight, two risks, a key change, a follow-up, a trend row, three key-PR cells, a title
-    assert texts.count(INJECTED) == 11
+    # the lead, a highlight, two risks, a key change, a follow-up, a trend row, three key-PR
+    # cells, a title
+    assert texts.count(INJECTED) == 12
     assert any(t.endswith(f"。{INJECTED}") for t in texts)  # the summary after the figures
-
-
-def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
-    hostile = hostile_narrative_report()
-    text = render.labels_markdown(hostile)
-    tokens = MARKDOWN.parse(text)
-    headings = [plain(t) for up, t in itertools.pairwise(tokens) if up.type == "heading_open"]
-    assert f"{render.one_line(tag_name(INJECT))}（1）" in headings
-    assert headings.count(f"#101 {INJECTED}") == 3  # under rollout, bugfix and the label
-    before = shape(render.labels_markdown(report()))["heading_open"]
-    assert shape(text)["heading_open"] == before + 2  # the label's group and #101 under it
-    assert "table_open" not in shape(text) and "blockquote_open" not in shape(text)
 
 
 def test_the_readme_example_is_the_golden_digest() -> None:
@@ -331,3 +308,95 @@ def test_the_readme_example_is_the_golden_digest() -> None:
     quoted = "\n".join(ln[2:] if ln.startswith("> ") else ln[1:] for ln in block.split("\n"))
     golden = (Path(__file__).parents[1] / "fixtures" / "golden" / "digest-101.md").read_text()
     assert quoted.strip() == golden.strip()
+
+
+# The weekly's shape: lead, ranked key PRs, revert pairs, no empty sections, no crowned tie
+
+
+def sparse_report() -> WeeklyReport:
+    """A week whose model found no trend and no key change, two authors tied, no time known."""
+    r = report()
+    assert r.narrative is not None
+    narrative = r.narrative.model_copy(update={"lead": "", "trends": [], "key_changes": []})
+    tie = [
+        AuthorCount(author="marta-kowal", prs=[102, 106]),
+        AuthorCount(author="lin-yue", prs=[101, 103]),
+        *r.facts.authors[2:],
+    ]
+    facts = r.facts.model_copy(update={"authors": tie, "key_prs": [101, 102, 103, 106]})
+    meta = r.meta.model_copy(update={"generated_at": None})
+    return r.model_copy(update={"narrative": narrative, "facts": facts, "meta": meta})
+
+
+def revert_report() -> WeeklyReport:
+    """A week where #104 reverted #103 a day after it merged."""
+    r = report()
+    rev = Revert(number=104, reverted=103, delay_hours=24.0)
+    return r.model_copy(update={"facts": r.facts.model_copy(update={"reverts": [rev]})})
+
+
+def test_the_lead_sits_between_the_title_and_the_meta_line():
+    lines = render.weekly_markdown(report()).split("\n")
+    assert lines[0].startswith("# rocket 仓库周报")
+    assert lines[2] == report().narrative.lead  # type: ignore[union-attr]
+    assert lines[4].startswith("仓库：acme/rocket")
+
+
+def test_a_missing_lead_is_computed_never_an_empty_paragraph():
+    lines = render.weekly_markdown(sparse_report()).split("\n")
+    assert lines[2] == LEAD
+    assert lines[3] == "" and lines[4].startswith("仓库：")
+
+
+def test_key_prs_are_ranked_by_importance_highest_first():
+    text = render.weekly_markdown(sparse_report())  # its facts list the key PRs by number
+    table = text.split("速览")[1].split("###")[0]
+    assert [int(n) for n in re.findall(r"^\| \[#(\d+)\]", table, re.MULTILINE)] == [
+        102,
+        106,
+        103,
+        101,
+    ]
+
+
+def test_a_revert_shares_its_row_with_the_pr_it_reverts():
+    text = render.weekly_markdown(revert_report())
+    table = text.split("速览")[1].split("###")[0]
+    assert (
+        "| [#103](https://github.com/acme/rocket/pull/103)/"
+        "[#104](https://github.com/acme/rocket/pull/104) | KV cache 重置 | 6.8 |"
+    ) in table
+    assert table.count("#103") == 1 and table.count("#104](") == 1
+
+
+def test_empty_sections_are_left_out_and_the_rest_numbered_in_order():
+    text = render.weekly_markdown(sparse_report())
+    assert "模块与主题趋势" not in text and "| 主题 |" not in text
+    assert "本周重点变化" not in text
+    headings = re.findall(r"^### (\d)\. (.+)$", text, re.MULTILINE)
+    assert headings == [
+        ("1", "执行摘要"),
+        ("2", "风险观察"),
+        ("3", "重点 PR 速览"),
+        ("4", "后续建议"),
+    ]
+
+
+def test_a_tie_is_not_called_the_most_productive():
+    text = render.weekly_markdown(sparse_report())
+    assert "最多产" not in text
+    assert "作者 5 人，marta-kowal、lin-yue 并列最多，各贡献 2 个（各 33%）。" in text
+    assert "作者集中度较高：marta-kowal、lin-yue 本周各贡献 2 个 PR" in text
+
+
+def test_author_concentration_is_the_last_highlight():
+    text = render.weekly_markdown(report())
+    highlights = text.split("## 本周亮点")[1].split("##")[0]
+    assert highlights.strip().split("\n")[-1] == (
+        "- 作者集中度较高：marta-kowal 本周贡献 2 个 PR（33%：#102、#106），单点知识风险需要关注。"
+    )
+
+
+def test_no_generated_time_leaves_it_out_of_the_meta_line():
+    assert "生成于" not in render.weekly_markdown(sparse_report())
+    assert "· 生成于 2026-08-03 09:02" in render.weekly_markdown(report())

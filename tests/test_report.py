@@ -1,8 +1,26 @@
-"""Report types: dry-run totals."""
+"""Report types: dry-run totals, the texts made of facts alone, and the key-PR rows."""
 
 from __future__ import annotations
 
-from prhub.report import DryRun, PlannedPR
+from typing import Any
+
+from prhub import render
+from prhub.report import (
+    AuthorCount,
+    DryRun,
+    PlannedPR,
+    Revert,
+    WeeklyReport,
+    author_highlight,
+    author_line,
+    key_rows,
+    lead,
+    top_authors,
+)
+from tests.conftest import FIXTURES
+
+# The lead computed from the fixture's facts.
+LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
 
 
 def test_dry_run_totals_include_the_narrative():
@@ -19,3 +37,86 @@ def test_dry_run_totals_include_the_narrative():
     assert plan.calls == 6
     assert plan.tokens_in == 14_500
     assert DryRun(repo="o/r", prs=[]).calls == 0
+
+
+# Texts of the facts and the key-PR rows
+
+
+def fixture() -> WeeklyReport:
+    return WeeklyReport.model_validate_json(
+        (FIXTURES / "reports" / "acme-rocket-2026-W31.json").read_text()
+    )
+
+
+def with_facts(r: WeeklyReport, **facts: Any) -> WeeklyReport:
+    return r.model_copy(update={"facts": r.facts.model_copy(update=facts)})
+
+
+def authors(*counts: int) -> list[AuthorCount]:
+    numbers = iter(range(101, 200))
+    return [
+        AuthorCount(author=f"dev{i}", prs=[next(numbers) for _ in range(n)])
+        for i, n in enumerate(counts)
+    ]
+
+
+def test_key_rows_are_ranked_by_importance_not_by_number():
+    r = with_facts(fixture(), key_prs=[101, 102, 103, 106])  # as listed by number
+    rows = key_rows(r)
+    assert [row.numbers for row in rows] == [[102], [106], [103], [101]]
+    assert [row.importance for row in rows] == [8.2, 7.4, 6.8, 5.5]
+
+
+def test_a_revert_and_the_pr_it_reverts_share_one_row():
+    rev = Revert(number=104, reverted=103, delay_hours=20.5)  # both in the week
+    r = with_facts(fixture(), reverts=[rev], key_prs=[102, 106, 103, 101, 104])
+    rows = key_rows(r)
+    assert [row.numbers for row in rows] == [[102], [106], [103, 104], [101]]
+    pair = rows[2]
+    assert pair.importance == 6.8  # the higher of the two
+    # The model's note on either PR, or what the facts say of the revert.
+    assert pair.note == "正确性修复，但缺少自动化测试。"
+    bare = r.model_copy(update={"narrative": None})
+    note = key_rows(bare)[2].note
+    assert note.startswith("#104 在 #103 合入 20.5 小时后撤销了 #103。")
+
+
+def test_a_revert_of_an_older_pr_names_both_in_its_row():
+    rev = Revert(number=106, reverted=90)  # #90 merged before the week
+    rows = key_rows(with_facts(fixture(), reverts=[rev]))
+    assert [90, 106] in [row.numbers for row in rows]
+    assert next(row for row in rows if row.numbers == [90, 106]).importance == 7.4
+    md = render.weekly_markdown(with_facts(fixture(), reverts=[rev]))
+    assert (
+        "| [#90](https://github.com/acme/rocket/pull/90)/"
+        "[#106](https://github.com/acme/rocket/pull/106) | 轮数配置改名 | 7.4 |"
+    ) in md
+
+
+def test_author_concentration_is_a_highlight_from_15_percent_and_two_prs():
+    f = fixture().facts  # marta-kowal: 2 of 6
+    assert author_highlight(f) == (
+        "作者集中度较高：marta-kowal 本周贡献 2 个 PR（33%：#102、#106），单点知识风险需要关注。"
+    )
+    spread = f.model_copy(update={"authors": authors(2, *[1] * 12), "pr_count": 14})
+    assert author_highlight(spread.model_copy(update={"top_author_share": 2 / 14})) == ""
+    one_each = f.model_copy(update={"authors": authors(1, 1, 1), "top_author_share": 1 / 3})
+    assert author_highlight(one_each) == ""  # one PR is no concentration, whatever its share
+
+
+def test_a_tie_names_everyone_in_it_and_crowns_no_one():
+    f = fixture().facts.model_copy(
+        update={"authors": authors(2, 2, 1, 1), "top_author_share": 2 / 6}
+    )
+    assert [a.author for a in top_authors(f)] == ["dev0", "dev1"]
+    assert author_line(f) == "作者 4 人，dev0、dev1 并列最多，各贡献 2 个（各 33%）。"
+    assert "最多产" not in author_line(f)
+    assert author_highlight(f).startswith("作者集中度较高：dev0、dev1 本周各贡献 2 个 PR")
+    assert "最多产的 marta-kowal 贡献 2 个（33%）" in author_line(fixture().facts)
+
+
+def test_a_computed_lead_is_never_empty():
+    f = fixture().facts
+    assert lead(f) == LEAD
+    bare = f.model_copy(update={"modules": {}, "tags": {}, "key_prs": []})
+    assert lead(bare) == "本周 rocket 共合入 6 个 PR。"

@@ -170,7 +170,10 @@ def test_a_stored_row_that_no_longer_validates_is_a_miss_and_says_so(
 ) -> None:
     with closing(Store(tmp_path / "prhub.db")) as store:
         store._db.execute("INSERT INTO digests VALUES ('key', 'acme/rocket', 1, '{}', 'then')")
-        store._db.execute("INSERT INTO narratives VALUES ('key', 'not json', 0, 'then')")
+        store._db.execute(
+            "INSERT INTO narratives (key, data, dropped, created_at) "
+            "VALUES ('key', 'not json', 0, 'then')"
+        )
         with caplog.at_level(logging.WARNING, logger="prhub"):
             assert store.digest("key") is None and store.narrative("key") is None
     said = [r.getMessage() for r in caplog.records]
@@ -197,3 +200,24 @@ def test_a_lease_is_held_until_released_or_its_holder_is_gone(tmp_path: Path) ->
         # So does one whose lease ran out.
         assert store.lease("old", other, seconds=-1)
         assert store.lease("old", me)
+
+
+def test_a_narrative_keeps_what_it_cost_and_when_it_was_first_made(tmp_path: Path) -> None:
+    from prhub.model import Usage
+    from prhub.report import WeeklyNarrative
+
+    first = WeeklyNarrative(lead="导语", summary="摘要")
+    cost = Usage(calls=2, tokens_in=900, tokens_out=120)
+    with closing(Store(tmp_path / "prhub.db")) as store:
+        saved = store.save_narrative("key", first, 1, cost)
+        assert saved == store.narrative("key")
+        assert (saved.narrative, saved.dropped, saved.usage) == (first, 1, cost)
+        store._db.execute("UPDATE narratives SET created_at = '2026-08-03T01:02:00+00:00'")
+        # The same text made again keeps its first record: time and cost.
+        again = store.save_narrative("key", first, 1, Usage(calls=5))
+        assert again.usage == cost and again.created_at.isoformat() == "2026-08-03T01:02:00+00:00"
+        # Other text replaces it.
+        other = store.save_narrative("key", first.model_copy(update={"summary": "新"}), 0, Usage())
+        assert (other.usage, other.dropped) == (Usage(), 0)
+        assert other.created_at != again.created_at
+        assert other.narrative.summary == "新"

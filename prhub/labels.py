@@ -1,0 +1,97 @@
+"""The labels view: a week's digests grouped by tag, in Markdown, JSON and HTML."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
+from prhub.model import PRDigest
+from prhub.render import md, paragraphs, pr_link, weekly_title
+from prhub.report import WeeklyReport
+from prhub.tags import tag_name
+
+__all__ = ["LabelsView", "labels_json", "labels_markdown", "view"]
+
+
+class TaggedPR(BaseModel):
+    number: int
+    url: str
+    title: str
+    verdict: str
+    minutes: int
+    importance: float
+    advice: str
+
+
+class TagGroup(BaseModel):
+    tag: str
+    prs: list[TaggedPR]
+
+
+class LabelsView(BaseModel):
+    """The groups shown; when a tag was asked for and has no PR, the tags the week has."""
+
+    repo: str
+    title: str
+    tag: str | None  # the tag asked for, as reports spell it
+    groups: list[TagGroup]
+    available: dict[str, int] = {}  # tag -> PRs, most first
+
+
+def view(
+    r: WeeklyReport, tag: str | None = None, aliases: Mapping[str, str] | None = None
+) -> LabelsView:
+    """The week's digests by tag, most PRs first; only `tag` (aliases folded) when given."""
+    by_tag: dict[str, list[PRDigest]] = {}
+    for d in r.digests:
+        for t in dict.fromkeys(tag_name(t, aliases) for t in d.tags):
+            by_tag.setdefault(t, []).append(d)
+    ranked = sorted(by_tag, key=lambda t: (-len(by_tag[t]), t))
+    asked = tag_name(tag, aliases) if tag is not None else None
+    names = ranked if asked is None else [asked]
+    groups = [TagGroup(tag=t, prs=[_pr(d) for d in by_tag.get(t, [])]) for t in names]
+    missing = asked is not None and asked not in by_tag
+    return LabelsView(
+        repo=r.facts.repo,
+        title=weekly_title(r),
+        tag=asked,
+        groups=groups,
+        available={t: len(by_tag[t]) for t in ranked} if missing else {},
+    )
+
+
+def _pr(d: PRDigest) -> TaggedPR:
+    c = d.content
+    return TaggedPR(
+        number=d.number,
+        url=pr_link(d),
+        title=c.title,
+        verdict=c.verdict,
+        minutes=c.minutes,
+        importance=c.importance,
+        advice=c.advice,
+    )
+
+
+def labels_markdown(v: LabelsView) -> str:
+    """The labels view in Markdown."""
+    lines = [f"# {md(v.repo)} · 标签视图 · {md(v.title)}", ""]
+    for group in v.groups:
+        lines += [f"## {md(group.tag)}（{len(group.prs)}）", ""]
+        for pr in group.prs:
+            lines += [f"### [#{pr.number}]({pr.url}) {md(pr.title)}", ""]
+            verdict = f"**{pr.verdict}**（约 {pr.minutes} 分钟）。"
+            advice = paragraphs(pr.advice) or [""]
+            lines += [verdict + md(advice[0]), ""]
+            lines += [line for para in advice[1:] for line in (md(para), "")]
+        if not group.prs:
+            lines += ["本周没有这个标签的 PR。", ""]
+    if v.available:
+        tags = "、".join(f"{md(t)}（{n}）" for t, n in v.available.items())
+        lines += [f"本周有 PR 的标签：{tags}。", ""]
+    return "\n".join(lines)
+
+
+def labels_json(v: LabelsView) -> str:
+    return v.model_dump_json(indent=2) + "\n"
