@@ -72,4 +72,14 @@ MIGRATIONS = [
         expires_at REAL NOT NULL
     );
     """,
+    # A repository's root .gitattributes, kept for runs when GitHub cannot give it. PRs kept
+    # before prhub read review discussion lack it: dropped, so the next run fetches them again.
+    """
+    CREATE TABLE attributes (
+        repo TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        fetched_at TEXT NOT NULL
+    );
+    DELETE FROM pulls;
+    """,
 ]
