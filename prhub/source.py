@@ -196,7 +196,7 @@ class GitHubSource:
         except PrhubError:
             raise
         except GithubException as exc:
-            raise self._translate(exc, repo, number) from None
+            raise self._translate(exc, what, repo, number) from None
         except requests.exceptions.SSLError:
             raise GitHubUnavailable(
                 f"TLS failure talking to {shown_url(self.settings.github_url)}: "
@@ -228,7 +228,9 @@ class GitHubSource:
                 "check the network or --github-url, then rerun"
             ) from None
 
-    def _translate(self, exc: GithubException, repo: str, number: int | None) -> PrhubError:
+    def _translate(
+        self, exc: GithubException, what: str, repo: str, number: int | None
+    ) -> PrhubError:
         message = _message(exc)
         if exc.status == 401:
             return GitHubAuthError(f"GitHub rejected the token ({message}): check GITHUB_TOKEN")
@@ -248,7 +250,9 @@ class GitHubSource:
             return GitHubUnavailable(
                 f"GitHub rate limit reached ({message}); rerun after {_reset_hint(exc)}{advice}"
             )
-        return GitHubUnavailable(f"GitHub answered {exc.status} ({message}); rerun later")
+        return GitHubUnavailable(
+            f"GitHub answered {exc.status} ({message}) while {what}; rerun later"
+        )
 
     def _repo_exists(self, repo: str) -> bool:
         """Whether the repository answers: tells a missing PR from a missing repository."""

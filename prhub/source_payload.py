@@ -114,7 +114,7 @@ def _comment(kind: Kind, raw: dict[str, Any], when: str | None, **extra: Any) ->
         association=raw.get("author_association") or "NONE",
         bot=user.get("type") == "Bot" or login.endswith("[bot]"),
         body=_text(raw.get("body")),
-        created_at=when,
+        created_at=datetime.fromisoformat(when) if when else None,
         **extra,
     )
 

@@ -228,12 +228,16 @@ def search_with(**changes: Any) -> dict[str, Any]:
     return {"total_count": 1, "incomplete_results": False, "items": [], **changes}
 
 
+INLINE = {"path": "a.py", "body": "x", "created_at": "2026-07-27T00:00:00Z"}
 HTML = (200, {"Content-Type": "text/html; charset=utf-8"}, b"<!DOCTYPE html><html>Sign in</html>")
 ENDPOINTS: dict[str, tuple[str, Callable[[GitHubSource], Any]]] = {
     "search": (r"^/search/issues$", week),
     "pull": (r"/pulls/101$", lambda s: s.pull(REPO, 101)),
     "files": (r"/pulls/101/files$", lambda s: s.pull(REPO, 101)),
     "reviews": (r"/pulls/101/reviews$", lambda s: s.pull(REPO, 101)),
+    "review comments": (r"/pulls/12/comments$", lambda s: s.pull("acme/booster", 12)),
+    "conversation": (r"/issues/12/comments$", lambda s: s.pull("acme/booster", 12)),
+    "contents": (r"/contents/\.gitattributes$", lambda s: s.attributes("acme/booster")),
 }
 ANY_ENDPOINT: list[tuple[str, Any, str]] = [
     ("an HTML page", HTML, "not JSON"),
@@ -267,6 +271,38 @@ WRONG_TYPES: list[tuple[str, str, Any, str]] = [
     ("reviews", "an object", {"reviews": []}, "list"),
     ("reviews", "user a number", [{"user": 7, "state": "APPROVED"}], "user"),
     ("reviews", "state a list", [{"user": None, "state": []}], "state"),
+    ("reviews", "a body a number", [{"user": None, "body": 5}], "body"),
+    ("reviews", "a naive submitted_at", [{"submitted_at": "2026-07-27T10:00:00"}], "submitted"),
+    ("review comments", "no path", [{"body": "x", "created_at": "2026-07-27T00:00:00Z"}], "path"),
+    ("review comments", "a string line", [{**INLINE, "line": "7"}], "line"),
+    ("review comments", "no created_at", [{"path": "a.py", "body": "x"}], "created_at"),
+    (
+        "review comments",
+        "user type a number",
+        [{**INLINE, "user": {"login": "a", "type": 1}}],
+        "type",
+    ),
+    ("conversation", "an object", {"comments": []}, "list"),
+    (
+        "conversation",
+        "a list body",
+        [{"body": ["x"], "created_at": "2026-07-27T00:00:00Z"}],
+        "body",
+    ),
+    (
+        "conversation",
+        "a user without login",
+        [{"user": {}, "created_at": "2026-07-27T00:00:00Z"}],
+        "login",
+    ),
+    ("contents", "a directory listing", [{"type": "file", "name": ".gitattributes"}], "list"),
+    ("contents", "no type", {"content": "", "encoding": "base64"}, "type"),
+    (
+        "contents",
+        "content a number",
+        {"type": "file", "encoding": "base64", "content": 5},
+        "content",
+    ),
 ]
 
 
