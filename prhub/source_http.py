@@ -23,6 +23,7 @@ from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapt
 from requests.hooks import default_hooks
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+from prhub import retry
 from prhub.errors import GitHubUnavailable
 
 MAX_REDIRECTS = 5
@@ -215,6 +216,8 @@ class _Guarded:
         verb, url, data, headers = self._asked.request
         send = getattr(self.session, verb.lower())
         with self.slots or contextlib.nullcontext():
+            if retry.halted():  # stopped while waiting for its slot: never sent
+                raise retry.Halted()
             answer = send(
                 f"{self.protocol}://{self.host}:{self.port}{url}",
                 headers=headers,

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from prhub import retry
 from prhub.errors import ConfigError, GitHubUnavailable, PRNotFound
 from prhub.retry import RetryCounter
-from prhub.source import GitHubSource
+from prhub.source import GITHUB_IN_FLIGHT, GitHubSource
 from tests.conftest import FIXTURES, GITHUB_TOKEN
 from tests.standins import GitHubStandIn
 from tests.test_source import REPO, closed_port_url, settings
@@ -504,3 +505,50 @@ def test_headers_that_never_come_name_prhub_timeout(
     with pytest.raises(GitHubUnavailable, match="PRHUB_TIMEOUT") as caught:
         make_source(timeout=1, max_attempts=1).pull_payload(REPO, 101)
     assert "within 1 s" in one_line(caught)
+
+
+def test_a_request_waiting_for_its_slot_is_not_sent_once_halted(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [("sleep", 0.5)] * GITHUB_IN_FLIGHT)
+    held = [
+        threading.Thread(target=source.pull_payload, args=(REPO, 101))
+        for _ in range(GITHUB_IN_FLIGHT)
+    ]
+    for thread in held:
+        thread.start()
+    while github.in_flight < GITHUB_IN_FLIGHT:  # every slot taken
+        time.sleep(0.01)
+    outcome: list[BaseException] = []
+
+    def waiting() -> None:
+        try:
+            source.pull_payload(REPO, 102)
+        except BaseException as exc:  # Halted is a BaseException
+            outcome.append(exc)
+
+    late = threading.Thread(target=waiting)
+    late.start()
+    time.sleep(0.2)  # long enough to be waiting for a slot
+    retry.halt()
+    for thread in [*held, late]:
+        thread.join()
+    assert [type(exc) for exc in outcome] == [retry.Halted]
+    assert f"/repos/{REPO}/pulls/102" not in github.paths()
+
+
+def test_one_threads_request_never_leaves_as_anothers(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    # PyGithub shares one connection object between threads, between request() and
+    # getresponse(): another thread's request() in that gap must not replace this one's.
+    source.pull_payload(REPO, 101)
+    connection = vars(source.client.requester)["_Requester__connection"]
+    headers = {"Authorization": f"token {GITHUB_TOKEN}"}
+    connection.request("GET", f"/repos/{REPO}/pulls/101", None, headers)
+    other = threading.Thread(
+        target=connection.request, args=("GET", f"/repos/{REPO}/pulls/102", None, headers)
+    )
+    other.start()
+    other.join()
+    assert json.loads(connection.getresponse().read())["number"] == 101
