@@ -367,6 +367,16 @@ def test_the_stand_in_counts_requests_per_path_per_pr_and_at_once() -> None:
         assert server.in_flight == 0
 
 
+def test_the_log_tells_a_bench_how_many_requests_were_open(tmp_path: Path) -> None:
+    with GitHubStandIn(DATA, latency=0.2) as server, (tmp_path / "log").open("w") as log:
+        server.log = log
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda n: raw(server, f"/repos/acme/rocket/pulls/{n}"), [101, 102, 103]))
+    lines = [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()]
+    assert sorted(pr_of(line["path"]) for line in lines) == [101, 102, 103]
+    assert max(line["in_flight"] for line in lines) > 1
+
+
 @pytest.mark.parametrize(
     ("path", "number"),
     [
