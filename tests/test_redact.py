@@ -225,6 +225,8 @@ def test_a_token_pasted_in_comments_reaches_neither_the_store_nor_the_model(
     assert pr.redactions == {"github_token": 3}
     assert sum("[REDACTED:github_token]" in c.body for c in pr.discussion) == 3
     assert GITHUB not in made.model_dump_json()
-    assert all(GITHUB not in json.dumps(body) for body in llm.bodies)
+    prompts = json.dumps(llm.bodies, ensure_ascii=False)
+    assert "use token [REDACTED:github_token] for the mirror" in prompts  # the comments went in
+    assert GITHUB not in prompts
     for file in tmp_path.glob("store.db*"):  # the database and its write-ahead log
         assert GITHUB.encode() not in file.read_bytes()
