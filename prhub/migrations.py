@@ -72,6 +72,16 @@ MIGRATIONS = [
         expires_at REAL NOT NULL
     );
     """,
+    # A repository's root .gitattributes, kept for runs when GitHub cannot give it. PRs kept
+    # before prhub read review discussion lack it: dropped, so the next run fetches them again.
+    """
+    CREATE TABLE attributes (
+        repo TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        fetched_at TEXT NOT NULL
+    );
+    DELETE FROM pulls;
+    """,
     # What a narrative cost to make, so a report can show it on every rerun.
     """
     ALTER TABLE narratives ADD COLUMN usage TEXT NOT NULL DEFAULT '{}';

@@ -1,9 +1,8 @@
-"""GitHub through PyGithub: merged PRs in a window, one PR with files and reviews."""
+"""GitHub through PyGithub: merged PRs in a window, one PR with files, reviews and discussion."""
 
 from __future__ import annotations
 
 import math
-import re
 import time
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,14 +22,17 @@ from prhub.errors import (
     PRNotFound,
     RepoNotFound,
 )
-from prhub.model import FileChange, PullRequest, Review
+from prhub.model import PullRequest
 from prhub.source_http import IncompleteSearch, Overdue, guard, origin
+from prhub.source_payload import attributes_text, pull_request_from_payload
+from prhub.source_payload import references as references  # where users found it before
 
-_REFERENCE = re.compile(
-    r"(?:(?<![\w/])#|github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/)(\d{1,7})\b", re.IGNORECASE
-)
 SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
 SMALLEST_WINDOW = timedelta(minutes=2)
+# GitHub requests of one run open at once, whatever --jobs says: GitHub answers more than a few
+# concurrent requests from one token with its secondary rate limit, and prhub's time goes to
+# the LLM anyway. A fixed bound, not a setting: no value above it is safe to offer.
+GITHUB_IN_FLIGHT = 4
 
 
 def connect(settings: Settings) -> Github:
@@ -46,72 +48,14 @@ def connect(settings: Settings) -> Github:
         timeout=math.ceil(settings.timeout),  # int() turns 0.5 s into 0, which requests refuses
         per_page=100,
         retry=None,
-        # One connection per worker thread: a smaller pool drops connections, with a warning.
-        pool_size=settings.jobs,
+        # One connection per request in flight: a smaller pool drops connections, with a warning.
+        pool_size=GITHUB_IN_FLIGHT,
         seconds_between_requests=None,
         seconds_between_writes=None,
         user_agent="prhub",
     )
-    guard(client)
+    guard(client, GITHUB_IN_FLIGHT)
     return client
-
-
-def references(text: str, own: int | None = None) -> list[int]:
-    """Issue and PR numbers a text refers to ("fixes #12", "#34", a GitHub URL), in order."""
-    found = dict.fromkeys(int(m) for m in _REFERENCE.findall(text or ""))
-    return [n for n in found if n != own]
-
-
-def pull_request_from_payload(
-    repo: str,
-    pull: dict[str, Any],
-    files: list[dict[str, Any]],
-    reviews: list[dict[str, Any]] | None = None,
-) -> PullRequest:
-    """A PullRequest from GitHub REST payloads (pull, its files, its reviews)."""
-    number = pull["number"]
-    title, body = _text(pull.get("title")), _text(pull.get("body"))
-    return PullRequest(
-        repo=repo,
-        number=number,
-        title=title,
-        body=body,
-        author=(pull.get("user") or {}).get("login", "ghost"),
-        author_association=pull.get("author_association"),
-        labels=[label["name"] for label in pull.get("labels") or []],
-        url=pull.get("html_url") or "",
-        created_at=pull["created_at"],
-        merged_at=pull.get("merged_at"),
-        merged=bool(pull.get("merged") or pull.get("merged_at")),
-        merge_commit_sha=pull.get("merge_commit_sha") if pull.get("merged_at") else None,
-        base_ref=(pull.get("base") or {}).get("ref", ""),
-        head_ref=(pull.get("head") or {}).get("ref", ""),
-        head_sha=(pull.get("head") or {}).get("sha", ""),
-        additions=pull.get("additions", 0),
-        deletions=pull.get("deletions", 0),
-        changed_files=pull.get("changed_files", len(files)),
-        files=[
-            FileChange(
-                path=_text(f["filename"]),
-                previous_path=_text(f.get("previous_filename")) or None,
-                status=f.get("status", "modified"),
-                additions=f.get("additions", 0),
-                deletions=f.get("deletions", 0),
-                patch=None if f.get("patch") is None else _text(f["patch"]),
-            )
-            for f in files
-        ],
-        reviews=[
-            Review(author=(r.get("user") or {}).get("login", "ghost"), state=r.get("state", ""))
-            for r in reviews or []
-        ],
-        referenced_issues=references(f"{title}\n{body}", own=number),
-    )
-
-
-def _text(value: str | None) -> str:
-    """Text safe to store and send: a lone surrogate (bytes that were not UTF-8) becomes U+FFFD."""
-    return (value or "").encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class GitHubSource:
@@ -149,7 +93,8 @@ class GitHubSource:
         return payload
 
     def pull(self, repo: str, number: int, payload: dict[str, Any] | None = None) -> PullRequest:
-        """One PR with every changed file over all pages, its reviews and references."""
+        """One PR with every changed file over all pages, its reviews, its review and
+        conversation comments (asked only when GitHub counts some) and references."""
         payload = payload or self.pull_payload(repo, number)
         other = origin(payload["url"])  # where PyGithub would list the files and reviews
         if other != origin(self.settings.github_url):
@@ -159,22 +104,44 @@ class GitHubSource:
             )
         # Built from the payload in hand, so listing files and reviews does not refetch it.
         pull = self.client.create_from_raw_data(GithubPullRequest, payload)
-        # One call per list, and the same list object on every attempt: a retry resumes at the
-        # page that failed, so one attempt costs one request and a fault costs one more.
-        pages, reviewed = pull.get_files(), pull.get_reviews()
-        files = self._call(
-            lambda: [f.raw_data for f in pages],
-            f"fetching files of {repo}#{number}",
+        files = self._list(pull.get_files(), "files", repo, number)
+        reviews = self._list(pull.get_reviews(), "reviews", repo, number)
+        inline: list[dict[str, Any]] = []
+        conversation: list[dict[str, Any]] = []
+        if payload.get("review_comments"):
+            inline = self._list(pull.get_review_comments(), "review comments", repo, number)
+        if payload.get("comments"):
+            conversation = self._list(pull.get_issue_comments(), "comments", repo, number)
+        return pull_request_from_payload(repo, payload, files, reviews, inline, conversation)
+
+    def _list(self, pages: Any, what: str, repo: str, number: int) -> list[dict[str, Any]]:
+        """Every item of a paginated list, as GitHub sent it."""
+        # One list object for every attempt: a retry resumes at the page that failed, so one
+        # attempt costs one request a page and a fault costs one more. The page's data, not
+        # raw_data: raw_data of a comment fetches that comment again.
+        return self._call(
+            lambda: [item._rawData for item in pages],
+            f"fetching {what} of {repo}#{number}",
             repo=repo,
             number=number,
         )
-        reviews = self._call(
-            lambda: [r.raw_data for r in reviewed],
-            f"fetching reviews of {repo}#{number}",
-            repo=repo,
-            number=number,
-        )
-        return pull_request_from_payload(repo, payload, files, reviews)
+
+    def attributes(self, repo: str) -> str:
+        """The root .gitattributes of the default branch; "" when there is none. One request."""
+
+        def fetch() -> dict[str, Any]:
+            try:
+                _, data = self.client.requester.requestJsonAndCheck(
+                    "GET", f"/repos/{repo}/contents/.gitattributes"
+                )
+            except GithubException as exc:
+                if exc.status == 404:
+                    return {"type": "none"}
+                raise
+            return data
+
+        content = self._call(fetch, f"fetching .gitattributes of {repo}", repo=repo)
+        return attributes_text(repo, content)
 
     def merged_between(self, repo: str, start: datetime, end: datetime) -> list[dict[str, Any]]:
         """Search hits of PRs merged in [start, end): all pages, windows split past 1,000."""
@@ -229,7 +196,7 @@ class GitHubSource:
         except PrhubError:
             raise
         except GithubException as exc:
-            raise self._translate(exc, repo, number) from None
+            raise self._translate(exc, what, repo, number) from None
         except requests.exceptions.SSLError:
             raise GitHubUnavailable(
                 f"TLS failure talking to {shown_url(self.settings.github_url)}: "
@@ -261,7 +228,9 @@ class GitHubSource:
                 "check the network or --github-url, then rerun"
             ) from None
 
-    def _translate(self, exc: GithubException, repo: str, number: int | None) -> PrhubError:
+    def _translate(
+        self, exc: GithubException, what: str, repo: str, number: int | None
+    ) -> PrhubError:
         message = _message(exc)
         if exc.status == 401:
             return GitHubAuthError(f"GitHub rejected the token ({message}): check GITHUB_TOKEN")
@@ -281,7 +250,9 @@ class GitHubSource:
             return GitHubUnavailable(
                 f"GitHub rate limit reached ({message}); rerun after {_reset_hint(exc)}{advice}"
             )
-        return GitHubUnavailable(f"GitHub answered {exc.status} ({message}); rerun later")
+        return GitHubUnavailable(
+            f"GitHub answered {exc.status} ({message}) while {what}; rerun later"
+        )
 
     def _repo_exists(self, repo: str) -> bool:
         """Whether the repository answers: tells a missing PR from a missing repository."""

@@ -14,11 +14,16 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 from github import Github
-from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass
+from github.Requester import (
+    HTTPRequestsConnectionClass,
+    HTTPSRequestsConnectionClass,
+    RequestsResponse,
+)
 from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
 from requests.hooks import default_hooks
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+from prhub import retry
 from prhub.errors import GitHubUnavailable
 
 MAX_REDIRECTS = 5
@@ -46,6 +51,7 @@ Time = Annotated[StrictStr, AfterValidator(_aware)]
 # The fields prhub and PyGithub read, with the types they assume; other fields pass unchecked.
 class _Login(TypedDict):
     login: StrictStr
+    type: NotRequired[StrictStr]  # "User", "Bot", "Organization"
 
 
 class _Label(TypedDict):
@@ -76,6 +82,9 @@ class _Pull(TypedDict):
     additions: NotRequired[StrictInt]
     deletions: NotRequired[StrictInt]
     changed_files: NotRequired[StrictInt]
+    # How much discussion there is: prhub lists it only when these say there is some.
+    comments: NotRequired[StrictInt]
+    review_comments: NotRequired[StrictInt]
 
 
 class _File(TypedDict):
@@ -90,6 +99,32 @@ class _File(TypedDict):
 class _Review(TypedDict):
     user: NotRequired[_Login | None]
     state: NotRequired[StrictStr]
+    body: NotRequired[StrictStr | None]
+    author_association: NotRequired[StrictStr]
+    submitted_at: NotRequired[Time | None]  # None while the review is pending
+
+
+class _Comment(TypedDict):
+    """A conversation comment (on the PR's issue)."""
+
+    user: NotRequired[_Login | None]
+    body: NotRequired[StrictStr | None]
+    author_association: NotRequired[StrictStr]
+    created_at: Time
+
+
+class _InlineComment(_Comment):
+    """A review comment on a line of the diff (or on a whole file: no line)."""
+
+    path: StrictStr
+    line: NotRequired[StrictInt | None]  # None once the line is outdated
+    original_line: NotRequired[StrictInt | None]
+
+
+class _Content(TypedDict):
+    type: StrictStr  # "file"; a symlink or submodule has no content to read
+    encoding: NotRequired[StrictStr]  # "base64"; "none" for a file over 1 MB
+    content: NotRequired[StrictStr]
 
 
 class _HitPull(TypedDict):
@@ -115,6 +150,9 @@ SHAPES: list[tuple[re.Pattern[str], TypeAdapter[Any], str]] = [
     (re.compile(r"/repos/[^/]+/[^/]+/pulls/\d+$"), TypeAdapter(_Pull), "an object"),
     (re.compile(r"/pulls/\d+/files$"), TypeAdapter(list[_File]), "a list"),
     (re.compile(r"/pulls/\d+/reviews$"), TypeAdapter(list[_Review]), "a list"),
+    (re.compile(r"/pulls/\d+/comments$"), TypeAdapter(list[_InlineComment]), "a list"),
+    (re.compile(r"/issues/\d+/comments$"), TypeAdapter(list[_Comment]), "a list"),
+    (re.compile(r"/contents/\.gitattributes$"), TypeAdapter(_Content), "an object"),
 ]
 
 
@@ -131,30 +169,72 @@ def origin(url: str) -> str | None:
     return f"{parts.scheme}://{host}:{port}"
 
 
-def guard(client: Github) -> None:
-    """Makes every answer to `client` pass `checked` before PyGithub reads it."""
+def guard(client: Github, in_flight: int | None = None) -> None:
+    """Makes every answer to `client` pass `checked` before PyGithub reads it, and, given
+    `in_flight`, keeps at most that many of its requests open at once, whatever the threads."""
     # PyGithub builds its requests sessions inside its connection classes and offers no hook;
     # it looks the classes up on the requester, so replacing them there changes this client
     # only (its injectConnectionClasses would change every client in the process).
     state = vars(client.requester)
     if "_Requester__connectionClass" not in state:
         raise RuntimeError("this PyGithub version hides its connection classes: cannot guard")
+    # Classes of this client alone: the bound is shared by its connections, not by all clients.
+    slots = {"slots": threading.BoundedSemaphore(in_flight) if in_flight else None}
+    http = type("GuardedHTTP", (_HTTP,), slots)
+    https = type("GuardedHTTPS", (_HTTPS,), slots)
     secure = urlsplit(client.requester.base_url).scheme == "https"
-    state["_Requester__connectionClass"] = _HTTPS if secure else _HTTP
-    state["_Requester__httpConnectionClass"] = _HTTP
-    state["_Requester__httpsConnectionClass"] = _HTTPS
+    state["_Requester__connectionClass"] = https if secure else http
+    state["_Requester__httpConnectionClass"] = http
+    state["_Requester__httpsConnectionClass"] = https
 
 
-class _HTTP(HTTPRequestsConnectionClass):
+class _Guarded:
+    """What both connection classes add: checked answers, a bound, requests kept per thread."""
+
+    slots: threading.BoundedSemaphore | None = None
+    session: requests.Session
+    protocol: str
+    host: str
+    port: int
+    timeout: int | None
+    verify: Any
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.session.hooks["response"].append(partial(checked, self.session))
+        self._asked = threading.local()
+
+    def request(
+        self, verb: str, url: str, input: Any, headers: dict[str, str], stream: bool = False
+    ) -> None:
+        # PyGithub shares one connection object between threads and keeps the request on it
+        # until getresponse(): kept per thread, one thread's request never leaves as another's.
+        self._asked.request = (verb, url, input, headers)
+
+    def getresponse(self) -> RequestsResponse:
+        """The answer, read whole within a slot of the bound (as PyGithub's own, otherwise)."""
+        verb, url, data, headers = self._asked.request
+        send = getattr(self.session, verb.lower())
+        with self.slots or contextlib.nullcontext():
+            if retry.halted():  # stopped while waiting for its slot: never sent
+                raise retry.Halted()
+            answer = send(
+                f"{self.protocol}://{self.host}:{self.port}{url}",
+                headers=headers,
+                data=data,
+                timeout=self.timeout,
+                verify=self.verify,
+                allow_redirects=False,
+            )
+        return RequestsResponse(answer)
 
 
-class _HTTPS(HTTPSRequestsConnectionClass):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.session.hooks["response"].append(partial(checked, self.session))
+class _HTTP(_Guarded, HTTPRequestsConnectionClass):
+    pass
+
+
+class _HTTPS(_Guarded, HTTPSRequestsConnectionClass):
+    pass
 
 
 def checked(session: requests.Session, response: requests.Response, **send: Any) -> Any:

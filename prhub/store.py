@@ -133,6 +133,16 @@ class Store:
                 (pr.repo, pr.number, pr.version, updated_at, pr.model_dump_json(), _now()),
             )
 
+    def attributes(self, repo: str) -> str | None:
+        """The repository's .gitattributes as last fetched ("" for none), if ever fetched."""
+        with self._tx() as db:
+            row = db.execute("SELECT text FROM attributes WHERE repo = ?", (repo,)).fetchone()
+        return row[0] if row else None
+
+    def save_attributes(self, repo: str, text: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO attributes VALUES (?, ?, ?)", (repo, text, _now()))
+
     def digest(self, key: str) -> PRDigest | None:
         with self._tx() as db:
             row = db.execute("SELECT data FROM digests WHERE key = ?", (key,)).fetchone()

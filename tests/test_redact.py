@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from contextlib import closing
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from prhub.model import FileChange, PullRequest
+from prhub import pipeline
+from prhub.config import Settings
+from prhub.model import Comment, FileChange, PullRequest
 from prhub.prepare import redact
 from prhub.prepare.redact import entropy, is_env_file, looks_random, scrub
+from prhub.store import Store
+from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.standins import GitHubStandIn, LLMStandIn
 
 # Secrets are assembled at run time so that no scanner mistakes this file for a leak.
 GITHUB = "gh" + "p_" + "A1b2C3d4E5" * 4
@@ -157,3 +167,66 @@ def test_scrub_replaces_secrets_in_every_field_and_counts_them() -> None:
     # What an earlier pass counted is kept, and this pass adds its own.
     assert kept.redactions["github_token"] == 3
     assert sum(kept.redactions.values()) >= 5
+
+
+def test_scrub_replaces_secrets_in_review_discussion_and_counts_them() -> None:
+    def said(kind: Any, body: str, **extra: Any) -> Comment:
+        return Comment(kind=kind, author="a", body=body, **extra)
+
+    pr = PullRequest(
+        repo="o/r",
+        number=1,
+        title="t",
+        author="me",
+        created_at=datetime(2026, 8, 1, tzinfo=UTC),
+        discussion=[
+            said("review", f"please rotate {GITHUB}", state="COMMENTED"),
+            said("inline", f"OPENAI_API_KEY={OPENAI} works here", path="a.py", line=3),
+            said("conversation", f"curl https://bob:{PASSWORD}@git.example.com"),
+            said("conversation", "nothing to hide"),
+        ],
+    )
+    kept = scrub(pr)
+    dumped = kept.model_dump_json()
+    assert GITHUB not in dumped and OPENAI not in dumped and PASSWORD not in dumped
+    assert [c.body.count("[REDACTED:") for c in kept.discussion] == [1, 1, 1, 0]
+    assert kept.redactions == {"github_token": 1, "api_key": 1, "url_credentials": 1}
+    assert (kept.discussion[1].path, kept.discussion[1].line) == ("a.py", 3)
+
+
+def test_a_token_pasted_in_comments_reaches_neither_the_store_nor_the_model(
+    tmp_path: Path, llm: LLMStandIn
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURES / "github" / "acme" / "booster", data / "acme" / "booster")
+    pulls = data / "acme" / "booster" / "pulls"
+    for name, index in [
+        ("12.reviews.json", 2),
+        ("12.comments.json", 1),
+        ("12.issue_comments.json", 0),
+    ]:
+        items = json.loads((pulls / name).read_text())
+        items[index]["body"] += f"\n\nuse token {GITHUB} for the mirror"
+        (pulls / name).write_text(json.dumps(items))
+    with GitHubStandIn(data, token=GITHUB_TOKEN, page_limit=2) as github:
+        config = Settings(
+            repo="acme/booster",
+            github_url=github.url,
+            github_token=GITHUB_TOKEN,
+            openai_base_url=llm.url,
+            openai_api_key=OPENAI_KEY,
+            store=tmp_path / "store.db",
+        )
+        made = pipeline.summarize_pr(12, config)
+    with closing(Store(config.store)) as store:
+        kept = store.pull("acme/booster", 12)
+    assert kept is not None
+    pr = kept[0]
+    assert pr.redactions == {"github_token": 3}
+    assert sum("[REDACTED:github_token]" in c.body for c in pr.discussion) == 3
+    assert GITHUB not in made.model_dump_json()
+    prompts = json.dumps(llm.bodies, ensure_ascii=False)
+    assert "use token [REDACTED:github_token] for the mirror" in prompts  # the comments went in
+    assert GITHUB not in prompts
+    for file in tmp_path.glob("store.db*"):  # the database and its write-ahead log
+        assert GITHUB.encode() not in file.read_bytes()

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from prhub import retry
 from prhub.errors import ConfigError, GitHubUnavailable, PRNotFound
 from prhub.retry import RetryCounter
-from prhub.source import GitHubSource
+from prhub.source import GITHUB_IN_FLIGHT, GitHubSource
 from tests.conftest import FIXTURES, GITHUB_TOKEN
 from tests.standins import GitHubStandIn
 from tests.test_source import REPO, closed_port_url, settings
@@ -228,12 +229,16 @@ def search_with(**changes: Any) -> dict[str, Any]:
     return {"total_count": 1, "incomplete_results": False, "items": [], **changes}
 
 
+INLINE = {"path": "a.py", "body": "x", "created_at": "2026-07-27T00:00:00Z"}
 HTML = (200, {"Content-Type": "text/html; charset=utf-8"}, b"<!DOCTYPE html><html>Sign in</html>")
 ENDPOINTS: dict[str, tuple[str, Callable[[GitHubSource], Any]]] = {
     "search": (r"^/search/issues$", week),
     "pull": (r"/pulls/101$", lambda s: s.pull(REPO, 101)),
     "files": (r"/pulls/101/files$", lambda s: s.pull(REPO, 101)),
     "reviews": (r"/pulls/101/reviews$", lambda s: s.pull(REPO, 101)),
+    "review comments": (r"/pulls/12/comments$", lambda s: s.pull("acme/booster", 12)),
+    "conversation": (r"/issues/12/comments$", lambda s: s.pull("acme/booster", 12)),
+    "contents": (r"/contents/\.gitattributes$", lambda s: s.attributes("acme/booster")),
 }
 ANY_ENDPOINT: list[tuple[str, Any, str]] = [
     ("an HTML page", HTML, "not JSON"),
@@ -267,6 +272,38 @@ WRONG_TYPES: list[tuple[str, str, Any, str]] = [
     ("reviews", "an object", {"reviews": []}, "list"),
     ("reviews", "user a number", [{"user": 7, "state": "APPROVED"}], "user"),
     ("reviews", "state a list", [{"user": None, "state": []}], "state"),
+    ("reviews", "a body a number", [{"user": None, "body": 5}], "body"),
+    ("reviews", "a naive submitted_at", [{"submitted_at": "2026-07-27T10:00:00"}], "submitted"),
+    ("review comments", "no path", [{"body": "x", "created_at": "2026-07-27T00:00:00Z"}], "path"),
+    ("review comments", "a string line", [{**INLINE, "line": "7"}], "line"),
+    ("review comments", "no created_at", [{"path": "a.py", "body": "x"}], "created_at"),
+    (
+        "review comments",
+        "user type a number",
+        [{**INLINE, "user": {"login": "a", "type": 1}}],
+        "type",
+    ),
+    ("conversation", "an object", {"comments": []}, "list"),
+    (
+        "conversation",
+        "a list body",
+        [{"body": ["x"], "created_at": "2026-07-27T00:00:00Z"}],
+        "body",
+    ),
+    (
+        "conversation",
+        "a user without login",
+        [{"user": {}, "created_at": "2026-07-27T00:00:00Z"}],
+        "login",
+    ),
+    ("contents", "a directory listing", [{"type": "file", "name": ".gitattributes"}], "list"),
+    ("contents", "no type", {"content": "", "encoding": "base64"}, "type"),
+    (
+        "contents",
+        "content a number",
+        {"type": "file", "encoding": "base64", "content": 5},
+        "content",
+    ),
 ]
 
 
@@ -468,3 +505,50 @@ def test_headers_that_never_come_name_prhub_timeout(
     with pytest.raises(GitHubUnavailable, match="PRHUB_TIMEOUT") as caught:
         make_source(timeout=1, max_attempts=1).pull_payload(REPO, 101)
     assert "within 1 s" in one_line(caught)
+
+
+def test_a_request_waiting_for_its_slot_is_not_sent_once_halted(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [("sleep", 0.5)] * GITHUB_IN_FLIGHT)
+    held = [
+        threading.Thread(target=source.pull_payload, args=(REPO, 101))
+        for _ in range(GITHUB_IN_FLIGHT)
+    ]
+    for thread in held:
+        thread.start()
+    while github.in_flight < GITHUB_IN_FLIGHT:  # every slot taken
+        time.sleep(0.01)
+    outcome: list[BaseException] = []
+
+    def waiting() -> None:
+        try:
+            source.pull_payload(REPO, 102)
+        except BaseException as exc:  # Halted is a BaseException
+            outcome.append(exc)
+
+    late = threading.Thread(target=waiting)
+    late.start()
+    time.sleep(0.2)  # long enough to be waiting for a slot
+    retry.halt()
+    for thread in [*held, late]:
+        thread.join()
+    assert [type(exc) for exc in outcome] == [retry.Halted]
+    assert f"/repos/{REPO}/pulls/102" not in github.paths()
+
+
+def test_one_threads_request_never_leaves_as_anothers(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    # PyGithub shares one connection object between threads, between request() and
+    # getresponse(): another thread's request() in that gap must not replace this one's.
+    source.pull_payload(REPO, 101)
+    connection = vars(source.client.requester)["_Requester__connection"]
+    headers = {"Authorization": f"token {GITHUB_TOKEN}"}
+    connection.request("GET", f"/repos/{REPO}/pulls/101", None, headers)
+    other = threading.Thread(
+        target=connection.request, args=("GET", f"/repos/{REPO}/pulls/102", None, headers)
+    )
+    other.start()
+    other.join()
+    assert json.loads(connection.getresponse().read())["number"] == 101

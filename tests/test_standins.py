@@ -30,6 +30,7 @@ from prhub.llm import schema_text
 from prhub.model import ChunkNotes, DigestContent
 from prhub.prepare import tokens
 from tests.standins import GitHubStandIn, LLMStandIn, schema_instance
+from tests.standins.github import pr_of
 
 BEIJING_WEEK_31 = "merged:2026-07-27T00:00:00+08:00..2026-08-03T00:00:00+08:00"
 ROOT = Path(__file__).resolve().parent.parent
@@ -287,6 +288,109 @@ def test_seeded_faults_repeat() -> None:
     faults = run()
     assert faults == run()
     assert {kind for _, kind in faults} == {"500", "502", "503", "secondary", "reset"}
+
+
+def test_review_and_conversation_comments_page_like_githubs() -> None:
+    with GitHubStandIn(DATA, page_limit=2) as server:
+        pull = client(server).get_repo("acme/booster").get_pull(12)
+        inline = list(pull.get_review_comments())
+        talk = list(pull.get_issue_comments())
+        reviews = list(pull.get_reviews())
+        pages = [(r["path"], r["query"].get("page")) for r in server.requests]
+    assert [c.path for c in inline] == ["booster/trainer/checkpoint.py"] * 2 + [
+        "booster/_vendor/tinyjson.py"
+    ]
+    assert (inline[0].line, inline[0].original_line, inline[2].user.type) == (None, 14, "Bot")
+    assert inline[1].in_reply_to_id == inline[0].id
+    assert [c.user.login for c in talk] == ["quiet-otter", "codecov", "lin-yue"]
+    assert [c.author_association for c in talk] == ["NONE", "NONE", "CONTRIBUTOR"]
+    assert [r.state for r in reviews] == ["CHANGES_REQUESTED", "COMMENTED", "APPROVED"]
+    base = "/repos/acme/booster"
+    assert pages[-6:] == [
+        (f"{base}/pulls/12/comments", None),
+        (f"{base}/pulls/12/comments", ["2"]),
+        (f"{base}/issues/12/comments", None),
+        (f"{base}/issues/12/comments", ["2"]),
+        (f"{base}/pulls/12/reviews", None),
+        (f"{base}/pulls/12/reviews", ["2"]),
+    ]
+
+
+def test_a_pr_without_comment_data_has_empty_lists(github: GitHubStandIn) -> None:
+    assert raw(github, "/repos/acme/rocket/pulls/102/comments").json() == []
+    assert raw(github, "/repos/acme/rocket/issues/102/comments").json() == []
+    assert raw(github, "/repos/acme/rocket/issues/102/events").status_code == 404
+
+
+def test_booster_fixture_patches_match_their_counts() -> None:
+    pull = json.loads((DATA / "acme" / "booster" / "pulls" / "12.json").read_text())
+    files = json.loads((DATA / "acme" / "booster" / "pulls" / "12.files.json").read_text())
+    for f in files:
+        lines = f["patch"].splitlines()
+        assert f["additions"] == sum(x.startswith("+") for x in lines), f["filename"]
+        assert f["deletions"] == sum(x.startswith("-") for x in lines), f["filename"]
+    assert (pull["additions"], pull["deletions"]) == (
+        sum(f["additions"] for f in files),
+        sum(f["deletions"] for f in files),
+    )
+    comments = json.loads((DATA / "acme" / "booster" / "pulls" / "12.comments.json").read_text())
+    talk = json.loads((DATA / "acme" / "booster" / "pulls" / "12.issue_comments.json").read_text())
+    assert (pull["review_comments"], pull["comments"]) == (len(comments), len(talk))
+
+
+def test_contents_are_githubs_base64_file_object(github: GitHubStandIn) -> None:
+    repo = client(github).get_repo("acme/booster")
+    before = len(github.requests)
+    content = repo.get_contents(".gitattributes")
+    assert not isinstance(content, list)
+    text = (DATA / "acme" / "booster" / "contents" / ".gitattributes").read_text()
+    assert content.decoded_content.decode() == text
+    assert (content.type, content.encoding, content.path) == ("file", "base64", ".gitattributes")
+    assert all(len(line) <= 60 for line in content.content.splitlines())
+    assert len(github.requests) == before + 1
+
+
+def test_missing_contents_are_not_found(github: GitHubStandIn) -> None:
+    assert raw(github, "/repos/acme/rocket/contents/.gitattributes").status_code == 404
+    assert raw(github, "/repos/acme/booster/contents/").status_code == 404
+
+
+def test_the_stand_in_counts_requests_per_path_per_pr_and_at_once() -> None:
+    with GitHubStandIn(DATA, latency=0.2) as server:
+        paths = ["/repos/acme/rocket/pulls/101", "/repos/acme/rocket/pulls/101/files"]
+        paths += ["/repos/acme/booster/issues/12/comments", "/repos/acme/rocket"]
+        with ThreadPoolExecutor(len(paths)) as pool:
+            list(pool.map(lambda path: raw(server, path), paths))
+        assert server.paths()["/repos/acme/rocket/pulls/101"] == 1
+        assert server.per_pr() == {101: 2, 12: 1}
+        assert 1 < server.most_in_flight <= len(paths)
+        assert server.in_flight == 0
+
+
+def test_the_log_tells_a_bench_how_many_requests_were_open(tmp_path: Path) -> None:
+    with GitHubStandIn(DATA, latency=0.2) as server, (tmp_path / "log").open("w") as log:
+        server.log = log
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda n: raw(server, f"/repos/acme/rocket/pulls/{n}"), [101, 102, 103]))
+    lines = [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()]
+    assert sorted(pr_of(line["path"]) for line in lines) == [101, 102, 103]
+    assert max(line["in_flight"] for line in lines) > 1
+
+
+@pytest.mark.parametrize(
+    ("path", "number"),
+    [
+        ("/repos/o/r/pulls/7", 7),
+        ("/repos/o/r/pulls/7/files", 7),
+        ("/repos/o/r/issues/7/comments", 7),
+        ("/repos/o/r/pulls/7/comments", 7),
+        ("/repos/o/r", None),
+        ("/repos/o/r/contents/.gitattributes", None),
+        ("/search/issues", None),
+    ],
+)
+def test_pr_of_names_the_pr_a_request_is_about(path: str, number: int | None) -> None:
+    assert pr_of(path) == number
 
 
 # LLM

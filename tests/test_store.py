@@ -10,6 +10,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from prhub import store as store_module
 from prhub.cli import app
 from prhub.config import ENV
 from prhub.errors import StoreError
+from prhub.model import PullRequest
 from prhub.report import FailedPR
 from prhub.store import MIGRATIONS, Store
 from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
@@ -221,3 +223,34 @@ def test_a_narrative_keeps_what_it_cost_and_when_it_was_first_made(tmp_path: Pat
         assert (other.usage, other.dropped) == (Usage(), 0)
         assert other.created_at != again.created_at
         assert other.narrative.summary == "新"
+
+
+def test_attributes_are_kept_per_repository(tmp_path: Path) -> None:
+    with closing(Store(tmp_path / "prhub.db")) as store:
+        assert store.attributes("acme/rocket") is None  # never fetched
+        store.save_attributes("acme/rocket", "")  # fetched: the repository has none
+        store.save_attributes("acme/booster", "vendor/** linguist-vendored\n")
+        store.save_attributes("acme/booster", "*.pb.go linguist-generated\n")  # the latest wins
+    with closing(Store(tmp_path / "prhub.db")) as again:
+        assert again.attributes("acme/rocket") == ""
+        assert again.attributes("acme/booster") == "*.pb.go linguist-generated\n"
+
+
+def test_prs_kept_before_discussion_was_read_are_fetched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "prhub.db"
+    before = next(i for i, m in enumerate(MIGRATIONS) if "CREATE TABLE attributes" in m)
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:before])
+    pr = PullRequest(repo="o/r", number=1, title="t", author="a", created_at=datetime.now(UTC))
+    with closing(Store(path)) as old:
+        old.save_pull(pr, "2026-07-27T00:00:00Z")
+        old._db.execute("INSERT INTO digests VALUES ('key', 'o/r', 1, '{}', 'then')")
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
+    with closing(Store(path)) as new:
+        assert new.pull("o/r", 1) is None  # its discussion was never asked: a miss
+        # What was made from it is kept.
+        assert new._db.execute("SELECT key FROM digests").fetchall() == [("key",)]
+        new.save_pull(pr, "2026-07-27T00:00:00Z")
+    with closing(Store(path)) as reopened:
+        assert reopened.pull("o/r", 1) is not None  # dropped once, not on every opening

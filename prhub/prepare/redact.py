@@ -184,7 +184,17 @@ def scrub(pr: PullRequest) -> PullRequest:
         )
         for f in pr.files
     ]
-    update = {"title": clean(pr.title), "body": clean(pr.body), "files": files}
+    # Review discussion is written by anyone who can comment: a token pasted there is as live.
+    discussion = [
+        c.model_copy(update={"body": clean(c.body), "path": clean(c.path) if c.path else c.path})
+        for c in pr.discussion
+    ]
+    update = {
+        "title": clean(pr.title),
+        "body": clean(pr.body),
+        "files": files,
+        "discussion": discussion,
+    }
     return pr.model_copy(update={**update, "redactions": dict(counts + Counter(pr.redactions))})
 
 

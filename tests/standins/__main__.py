@@ -16,6 +16,8 @@ def main() -> None:
     github = servers.add_parser("github", help="GitHub REST API over a data directory")
     github.add_argument("--data", type=Path, required=True, help="dir of <owner>/<repo>/pulls")
     github.add_argument("--token", help="the only token accepted (default: any)")
+    github.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    github.add_argument("--page-limit", type=int, default=100, help="most items on one page")
     llm = servers.add_parser("llm", help="OpenAI chat completions")
     llm.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     llm.add_argument("--api-key", help="the only key accepted (default: any)")
@@ -31,7 +33,13 @@ def main() -> None:
     if args.server == "github":
         if not args.data.is_dir():
             parser.error(f"--data {args.data} is not a directory")
-        standin: GitHubStandIn | LLMStandIn = GitHubStandIn(args.data, token=args.token, **common)
+        standin: GitHubStandIn | LLMStandIn = GitHubStandIn(
+            args.data,
+            token=args.token,
+            latency=args.latency,
+            page_limit=args.page_limit,
+            **common,
+        )
     else:
         standin = LLMStandIn(
             api_key=args.api_key,

@@ -2,241 +2,33 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
-import random
 import re
-import socket
-import struct
-import threading
 import time
 import zlib
-from collections import deque
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
+
+from tests.standins.server import Answer, StandIn
+
+__all__ = ["Answer", "GitHubStandIn", "StandIn", "pr_of"]
 
 API = "https://api.github.com"
 DOCS = "https://docs.github.com/rest"
 SEARCH_LIMIT = 1000
 
-# A body of bytes is sent as is: for answers that are not JSON, or not whole.
-Answer = tuple[int, dict[str, str], Any]
 
-
-class StandIn:
-    """An HTTP server in a daemon thread that records requests and can be scripted to misbehave.
-
-    Scripted items every stand-in takes: "reset" (the connection reset, no answer), ("sleep", s)
-    (the normal answer after s seconds), ("trickle", s) and ("trickle", s, n) (the normal answer,
-    its body sent n bytes at a time, default 1, every s seconds), and (status, headers, body);
-    a body of bytes is sent as is, and headers {"Transfer-Encoding": "chunked"} send it in chunks
-    without a Content-Length.
-    """
-
-    prefix = ""  # path of the API root, part of .url
-    fault_kinds: tuple[str, ...] = ()
-
-    def __init__(
-        self, *, port: int = 0, fault_rate: float = 0.0, seed: int = 0, trickle: float = 0.0
-    ) -> None:
-        self.port = port
-        self.url = ""
-        self.fault_rate = fault_rate
-        # Seconds between the bytes of every answer's body: a server that never stalls long
-        # enough for a read to time out, yet never finishes.
-        self.trickle = trickle
-        self.requests: list[dict[str, Any]] = []
-        self.faults: list[tuple[str, str]] = []
-        # Exceptions raised while answering, i.e. stand-in bugs; the fixtures assert it is empty.
-        self.errors: list[str] = []
-        self._random = random.Random(seed)
-        self._lock = threading.Lock()
-        self._scripts: list[tuple[re.Pattern[str], deque[Any]]] = []
-        self._server: ThreadingHTTPServer | None = None
-        self._stopping = threading.Event()  # ends trickles, so stop() need not wait for them
-        # A file that gets one JSON line a request, for a stand-in run in its own process.
-        self.log: Any = None
-
-    def start(self) -> StandIn:
-        """Bind 127.0.0.1 and serve in a daemon thread."""
-        handler = type("Handler", (_Handler,), {"standin": self})
-        self._stopping.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}{self.prefix}"
-        # A short poll interval keeps stop() quick; the default makes it wait up to 0.5 s.
-        serve = self._server.serve_forever
-        threading.Thread(target=serve, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and release the port."""
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Any:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _queue(self, pattern: str, responses: list[Any]) -> None:
-        with self._lock:
-            self._scripts.append((re.compile(pattern), deque(responses)))
-
-    def _scripted(self, path: str) -> Any:
-        with self._lock:
-            for pattern, queue in self._scripts:
-                if queue and pattern.search(path):
-                    return queue.popleft()
-        return None
-
-    def _fault(self, path: str) -> str | None:
-        with self._lock:
-            if not self.fault_rate or self._random.random() >= self.fault_rate:
-                return None
-            kind = self._random.choice(self.fault_kinds)
-            self.faults.append((path, kind))
-            return kind
-
-    def fault_answer(self, kind: str) -> Answer:
-        """The answer for an injected fault of `kind`."""
-        raise NotImplementedError
-
-    def scripted_answer(self, item: Any, request: dict[str, Any]) -> Answer:
-        """The answer for one scripted item other than "reset", ("sleep", s), ("trickle", ...)."""
-        status, headers, body = item
-        return status, headers, body
-
-    def answer(self, request: dict[str, Any]) -> Answer:
-        """The normal answer to `request`."""
-        raise NotImplementedError
-
-    def headers(self, request: dict[str, Any]) -> dict[str, str]:
-        """Headers sent with every answer; an answer's own headers win."""
-        return {"Content-Type": "application/json"}
-
-    def render(self, body: Any) -> Any:
-        """The body as sent."""
-        return body
-
-
-class _Handler(BaseHTTPRequestHandler):
-    standin: StandIn
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def handle(self) -> None:
-        try:
-            super().handle()
-        except ConnectionResetError:
-            pass  # a client dropped a kept-alive connection, as clients may; no one to answer
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        standin = self.standin
-        parts = urlsplit(self.path)
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        request = {
-            "method": self.command,
-            "path": parts.path,
-            "query": parse_qs(parts.query, keep_blank_values=True),
-            "headers": {name.lower(): value for name, value in self.headers.items()},
-            "body": body,
-        }
-        with standin._lock:
-            standin.requests.append(request)
-        item = standin._scripted(parts.path)
-        pace, piece = standin.trickle, 1
-        if item is not None and item[0] == "sleep":
-            time.sleep(item[1])
-            item = None
-        elif item is not None and item[0] == "trickle":
-            pace, piece = item[1], (*item[2:], 1)[0]
-            item = None
-        kind = None if item is not None else standin._fault(parts.path)
-        if standin.log is not None:
-            line = {"method": self.command, "path": parts.path}
-            with standin._lock:  # with the injected fault's kind, for a bench to count
-                standin.log.write(json.dumps({**line, **({"fault": kind} if kind else {})}) + "\n")
-                standin.log.flush()
-        if item == "reset":
-            return self._reset()
-        if kind == "reset":
-            return self._reset()
-        try:
-            if item is not None:
-                answer = standin.scripted_answer(item, request)
-            else:
-                answer = standin.fault_answer(kind) if kind else standin.answer(request)
-        except Exception as exc:
-            # A stand-in bug must fail the test, not pass for a transient server error.
-            with standin._lock:
-                standin.errors.append(repr(exc))
-            answer = 500, {}, {"message": f"stand-in error: {exc!r}"}
-        status, extra, payload = answer
-        if isinstance(payload, bytes):
-            data = payload
-        else:
-            rendered = standin.render(payload)
-            try:
-                data = json.dumps(rendered, ensure_ascii=False).encode()
-            except UnicodeEncodeError:  # lone surrogates: valid JSON only as \u escapes
-                data = json.dumps(rendered).encode()
-        headers = {**standin.headers(request), **extra}
-        chunked = headers.get("Transfer-Encoding") == "chunked"
-        if not chunked:
-            # A scripted Content-Length may lie about the body; closing after it keeps the lie
-            # to this one answer instead of leaving stray bytes for the next request to read.
-            headers.setdefault("Content-Length", str(len(data)))
-            if headers["Content-Length"] != str(len(data)):
-                self.close_connection = True
-        try:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self._write(data, pace, piece if pace else 2**16, chunked)
-        except (BrokenPipeError, ConnectionResetError):
-            # The client gave up first (a timeout test); there is no one left to answer.
-            self.close_connection = True
-
-    def _write(self, data: bytes, pace: float, piece: int, chunked: bool) -> None:
-        """The body, `piece` bytes at a time with `pace` seconds before each, maybe chunked."""
-        for start in range(0, len(data), piece):
-            if pace and self.standin._stopping.wait(pace):
-                self.close_connection = True  # the stand-in stops: the rest never comes
-                return
-            part = data[start : start + piece]
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
-        if chunked:
-            self.wfile.write(b"0\r\n\r\n")
-
-    def _reset(self) -> None:
-        # SO_LINGER 0 makes close() send RST: the client sees a reset, not a clean EOF.
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.rfile.close()
-        self.connection.close()
-        self.close_connection = True
+def pr_of(path: str) -> int | None:
+    """The PR a request path is about (its pull, lists or comments); None for other paths."""
+    match = re.fullmatch(r"/repos/[^/]+/[^/]+/(?:pulls|issues)/(\d+)(?:/[a-z_]+)?", path)
+    return int(match[1]) if match else None
 
 
 def _not_found() -> Answer:
@@ -276,7 +68,15 @@ def _merged_test(value: str) -> Callable[[datetime], bool]:
 
 
 class GitHubStandIn(StandIn):
-    """GitHub's REST API for pull requests, files, reviews and issue search over a data dir."""
+    """GitHub's REST API over a data dir: pull requests, their files, reviews, review comments
+    and conversation comments, repository contents, and issue search.
+
+    `<owner>/<repo>/pulls/<N>.json` is a pull; `<N>.files.json`, `<N>.reviews.json`,
+    `<N>.comments.json` (review comments) and `<N>.issue_comments.json` (conversation comments)
+    are its lists, paged as GitHub pages them; `<owner>/<repo>/contents/<path>` is a file of the
+    default branch. `latency` delays every answer; `page_limit` caps a page below GitHub's 100.
+    `requests`, `paths()`, `per_pr()` and `most_in_flight` tell what a client asked.
+    """
 
     fault_kinds = ("500", "502", "503", "secondary", "reset")
 
@@ -289,10 +89,14 @@ class GitHubStandIn(StandIn):
         fault_rate: float = 0.0,
         seed: int = 0,
         trickle: float = 0.0,
+        latency: float = 0.0,
+        page_limit: int = 100,
     ) -> None:
         super().__init__(port=port, fault_rate=fault_rate, seed=seed, trickle=trickle)
         self.data_dir = Path(data_dir)
         self.token = token
+        self.latency = latency  # seconds before every answer
+        self.page_limit = page_limit  # most items a page holds, whatever per_page asks
         # resource -> [limit, window seconds, used, reset epoch], as GitHub counts per hour/minute
         self._limits = {"core": [5000, 3600, 0, 0], "search": [30, 60, 0, 0]}
 
@@ -370,7 +174,15 @@ class GitHubStandIn(StandIn):
         message = {"500": "Server Error", "502": "Server Error", "503": "Service Unavailable"}[kind]
         return int(kind), {}, {"message": message, "status": kind}
 
+    def per_pr(self) -> Counter[int]:
+        """How many requests each PR cost: its pull, lists and comments (search aside)."""
+        with self._lock:
+            numbers = [pr_of(r["path"]) for r in self.requests]
+        return Counter(n for n in numbers if n is not None)
+
     def answer(self, request: dict[str, Any]) -> Answer:
+        if self.latency:
+            time.sleep(self.latency)
         if self.token is not None:
             auth = request["headers"].get("authorization", "")
             if auth not in (f"token {self.token}", f"Bearer {self.token}"):
@@ -389,19 +201,57 @@ class GitHubStandIn(StandIn):
         owner, repo, rest = match[1], match[2], match[3] or ""
         if not rest:
             return 200, {}, self._repository(owner, repo)
-        match = re.fullmatch(r"/(pulls|issues)/(\d+)(/files|/reviews)?", rest)
+        if rest.startswith("/contents/"):
+            return self._contents(owner, repo, rest.removeprefix("/contents/"))
+        match = re.fullmatch(r"/(pulls|issues)/(\d+)(/files|/reviews|/comments)?", rest)
         pull = match and self._pull(owner, repo, int(match[2]))
         if not match or not pull:
             return _not_found()
         kind, number, sub = match[1], int(match[2]), match[3]
-        if kind == "issues":
-            return (200, {}, self._issue(pull)) if not sub else _not_found()
+        if kind == "issues" and not sub:
+            return 200, {}, self._issue(pull)
+        if kind == "issues" and sub != "/comments":
+            return _not_found()
         if not sub:
             return 200, {}, pull
         folder = self.data_dir / owner / repo / "pulls"
-        extra = folder / f"{number}{sub.replace('/', '.')}.json"
+        name = "issue_comments" if kind == "issues" else sub.removeprefix("/")
+        extra = folder / f"{number}.{name}.json"
         items = json.loads(extra.read_text()) if extra.exists() else []
         return self._page(items, request)
+
+    def _contents(self, owner: str, repo: str, path: str) -> Answer:
+        """A file of the default branch as GET /repos/{o}/{r}/contents/{path} returns it."""
+        root = (self.data_dir / owner / repo / "contents").resolve()
+        file = (root / path).resolve()
+        if not path or not file.is_relative_to(root) or not file.is_file():
+            return _not_found()
+        data = file.read_bytes()
+        # GitHub wraps the base64 text at 60 characters, each line ending in a newline.
+        encoded = base64.b64encode(data).decode()
+        wrapped = "".join(encoded[i : i + 60] + "\n" for i in range(0, len(encoded), 60))
+        sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        full = f"{owner}/{repo}"
+        url = f"{API}/repos/{full}/contents/{path}?ref=main"
+        body = {
+            "name": path.rsplit("/", 1)[-1],
+            "path": path,
+            "sha": sha,
+            "size": len(data),
+            "url": url,
+            "html_url": f"https://github.com/{full}/blob/main/{path}",
+            "git_url": f"{API}/repos/{full}/git/blobs/{sha}",
+            "download_url": f"https://raw.githubusercontent.com/{full}/main/{path}",
+            "type": "file",
+            "content": wrapped,
+            "encoding": "base64",
+            "_links": {
+                "self": url,
+                "git": f"{API}/repos/{full}/git/blobs/{sha}",
+                "html": f"https://github.com/{full}/blob/main/{path}",
+            },
+        }
+        return 200, {}, body
 
     def _rate_limit(self) -> dict[str, Any]:
         resources = {}
@@ -549,7 +399,7 @@ class GitHubStandIn(StandIn):
         query = {key: values[0] for key, values in request["query"].items()}
         try:
             page = max(int(query.get("page", 1)), 1)
-            per_page = min(max(int(query.get("per_page", 30)), 1), 100)
+            per_page = min(max(int(query.get("per_page", 30)), 1), 100, self.page_limit)
         except ValueError:
             return 422, {}, {"message": "Validation Failed", "status": "422"}
         start = (page - 1) * per_page
