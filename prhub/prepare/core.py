@@ -15,11 +15,14 @@ from prhub.model import (
     PreparedPR,
     PullRequest,
 )
-from prhub.prepare.diff import Entry, header, split_hunks, tier
+from prhub import paths
+from prhub.prepare.body import strip_template
+from prhub.prepare.diff import Entry, header, keyed_hunks, tier
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.index import VIEWS, build_index
 from prhub.prepare.noise import is_pure_rename, noise_reason, reduce_notebook
 from prhub.prepare.pack import pack
+from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.redact import is_env_file, redact
 from prhub.prepare.tokens import count, truncate
 
@@ -78,7 +81,9 @@ def _entry(order: int, file: FileChange, settings: Settings, clean: Callable[...
     if file.path.lower().endswith(".ipynb"):
         patch, e.omitted = reduce_notebook(patch)
         e.base_reason = f"notebook: {e.omitted} output lines dropped" if e.omitted else ""
-    e.hunks = split_hunks(clean(patch, env_file=is_env_file(file.path)))
+    keyed = keyed_hunks(clean(patch, env_file=is_env_file(file.path)))
+    e.hunks = [(text, changed) for text, changed, _ in keyed]
+    e.keys = [key for _, _, key in keyed]
     if not e.hunks:
         e.no_patch = True
         e.reason = e.base_reason = NO_PATCH if not file.patch else "empty patch"
@@ -93,9 +98,18 @@ def pr_fields(pr: PullRequest) -> dict[str, Any]:
 
 
 def prepare(
-    pr: PullRequest, settings: Settings, *, chunk_budget: int, index_budget: int
+    pr: PullRequest,
+    settings: Settings,
+    *,
+    chunk_budget: int,
+    index_budget: int,
+    compact: bool = True,
 ) -> PreparedPR:
-    """Filter, redact, rank and pack a PR's diff into chunks of at most chunk_budget tokens."""
+    """Filter, redact, rank and pack a PR's diff into chunks of at most chunk_budget tokens.
+
+    `compact` sends a change made in several places once and leaves the parts of the PR
+    template the author did not fill out of the body; off, both go as they are.
+    """
     if chunk_budget < MIN_CHUNK_BUDGET or index_budget < MIN_INDEX_BUDGET:
         raise ConfigError(
             f"a diff chunk of {chunk_budget} tokens (index {index_budget}) is too small: "
@@ -110,10 +124,14 @@ def prepare(
         return text
 
     title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
-    body = _cut(clean(pr.body or ""), body_budget(settings), BODY_CUT, enc)
+    body = strip_template(pr.body or "") if compact else pr.body or ""
+    body = _cut(clean(body), body_budget(settings), BODY_CUT, enc)
     entries = [_entry(i, f, settings, clean) for i, f in enumerate(pr.files)]
     ranked = sorted(entries, key=Entry.rank)
+    if compact:
+        merge_repeats(ranked)
     chunks = pack(ranked, chunk_budget, settings.max_calls, enc)
+    settle(ranked)
     index = build_index(ranked, index_budget, enc)
     views = [
         FileView(
@@ -124,14 +142,17 @@ def prepare(
             view=e.view,
             reason=e.reason,
             lines_seen=e.lines_seen(),
+            generated=made,
         )
-        for e in entries
+        for e, made in zip(entries, map(paths.is_machine_made, pr.files), strict=True)
     ]
     coverage = Coverage.model_validate(
         {
             **{v: [f.path for f in views if f.view == v] for v in VIEWS},
-            "lines_seen": sum(f.lines_seen for f in views),
-            "lines_total": sum(e.changes for e in entries),
+            "generated": [f.path for f in views if f.generated],
+            "lines_seen": sum(f.lines_seen for f in views if not f.generated),
+            "lines_total": sum(e.changes for e, f in zip(entries, views, strict=True) if not f.generated),
+            "lines_generated": sum(e.changes for e, f in zip(entries, views, strict=True) if f.generated),
         }
     )
     return PreparedPR(

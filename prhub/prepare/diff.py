@@ -62,6 +62,18 @@ class Block:
     hunk: int  # which hunk of the file it belongs to
 
 
+@dataclass(frozen=True)
+class Copy:
+    """A hunk left out because the same change is shown in another place: where, and its size."""
+
+    original: Entry
+    hunk: int  # index into the original's hunks
+    changed: int
+
+    def seen(self) -> bool:
+        return self.original.shows_hunk(self.hunk)
+
+
 @dataclass(eq=False)
 class Entry:
     """One file of the PR as packing sees it; view, shown and note are decided by packing."""
@@ -75,6 +87,8 @@ class Entry:
     header: str
     header_tokens: int
     hunks: list[tuple[str, int]] = field(default_factory=list)  # text, changed lines
+    keys: list[str] = field(default_factory=list)  # each hunk's changed lines, to find copies
+    copies: list[Copy] = field(default_factory=list)  # hunks shown once, in another place
     blocks: list[Block] = field(default_factory=list)  # counted by packing, when needed
     excluded: str | None = None  # the noise reason
     no_patch: bool = False
@@ -91,6 +105,11 @@ class Entry:
         return self.additions + self.deletions
 
     @property
+    def repeated(self) -> bool:
+        """Every hunk of this file is the same change as one shown elsewhere."""
+        return not self.hunks and bool(self.copies)
+
+    @property
     def showable(self) -> bool:
         return self.excluded is None and (bool(self.hunks) or self.pure_rename)
 
@@ -105,12 +124,23 @@ class Entry:
             self.path,
         )
 
+    def shows_hunk(self, index: int) -> bool:
+        """True when hunk `index` of this file is in the chunks in full."""
+        if self.view == "full" and not self.repeated:
+            return True
+        if self.view != "excerpt" or not self.blocks:
+            return False
+        return all(b in self.shown for b in self.blocks if b.hunk == index)
+
     def lines_seen(self) -> int:
-        if self.view == "full":
-            return max(0, self.changes - self.omitted)
-        if self.view == "excerpt":
-            return min(self.changes, sum(b.changed for b in self.shown))
-        return 0
+        copied = sum(c.changed for c in self.copies)
+        seen = sum(c.changed for c in self.copies if c.seen())
+        own = 0
+        if self.view == "full" and not self.repeated:
+            own = max(0, self.changes - self.omitted - copied)
+        elif self.view == "excerpt" and not self.repeated:
+            own = sum(b.changed for b in self.shown)
+        return min(self.changes, own + seen)
 
 
 def header(file: FileChange, path: str, previous: str | None) -> str:
@@ -123,14 +153,20 @@ def header(file: FileChange, path: str, previous: str | None) -> str:
 
 def split_hunks(patch: str) -> list[tuple[str, int]]:
     """The hunks of a unified-diff patch with their changed lines; deletion-only ones collapsed."""
+    return [(text, changed) for text, changed, _ in keyed_hunks(patch)]
+
+
+def keyed_hunks(patch: str) -> list[tuple[str, int, str]]:
+    """split_hunks(), each hunk with its changed lines as one text: equal keys, equal changes."""
     out = []
     for hunk in parse_hunks(patch):
+        key = "\n".join(line for line in hunk.lines if line.startswith(("+", "-")))
         deleted = sum(line.startswith("-") for line in hunk.lines)
         if deleted and not any(line.startswith("+") for line in hunk.lines):
             m = _HUNK_RANGE.match(hunk.header)
-            out.append((f"{m.group() if m else '@@'} ({deleted} lines deleted)", deleted))
+            out.append((f"{m.group() if m else '@@'} ({deleted} lines deleted)", deleted, key))
         else:
-            out.append((hunk.text, hunk.changed))
+            out.append((hunk.text, hunk.changed, key))
     return out
 
 

@@ -229,7 +229,7 @@ def _whole(entries: list[Entry], budget: int) -> str | None:
         if e.showable:
             e.view, e.shown, e.note, e.reason = "full", [], "", e.base_reason
             sections.append("\n".join([e.header, *(text for text, _ in e.hunks)]))
-    trace = "\n".join(trace_line(e) for e in entries if not e.showable)
+    trace = "\n".join(trace_line(e) for e in entries if not (e.showable or e.repeated))
     return "\n\n".join([*sections, trace] if trace else sections)
 
 
