@@ -104,7 +104,7 @@ def header_marker(patch: str | None) -> bool:
     # Only a hunk that starts at line 1 of the new file shows the file's header.
     if not re.match(r"@@ -\d+(?:,\d+)? \+1(?:,\d+)? @@", first):
         return False
-    lines = []
+    lines: list[str] = []
     for line in rest.split("\n"):
         if line.startswith("-"):
             continue  # a header the change removed says nothing of the new file
@@ -217,8 +217,8 @@ def in_data_dir(path: str) -> bool:
 @dataclass(frozen=True)
 class _Rule:
     pattern: re.Pattern[str]
-    generated: bool | None  # None: the line leaves the attribute as it was
-    vendored: bool | None
+    # The attributes the line names: set (True), unset (False) or back to unspecified (None).
+    states: dict[str, bool | None]
 
 
 _ATTRS = {"linguist-generated": "generated", "linguist-vendored": "vendored"}
@@ -286,22 +286,20 @@ def _rules(text: str) -> Iterator[_Rule]:
             continue  # git ignores negative patterns, and a directory pattern matches no file
         states = dict(filter(None, map(_state, tokens)))
         if states:
-            yield _Rule(_pattern(glob), states.get("generated"), states.get("vendored"))
+            yield _Rule(_pattern(glob), states)
 
 
 def marks(text: str, path: str) -> Mark | None:
-    """What .gitattributes `text` says of `path`: generated, vendored or nothing; later lines win."""
+    """What .gitattributes `text` says of `path`: generated, vendored or None; later lines win."""
     return _mark(list(_rules(text)), path)
 
 
 def _mark(rules: list[_Rule], path: str) -> Mark | None:
-    generated: bool | None = None
-    vendored: bool | None = None
+    state: dict[str, bool | None] = {}
     for rule in rules:
         if rule.pattern.match(path):
-            generated = generated if rule.generated is None else rule.generated
-            vendored = vendored if rule.vendored is None else rule.vendored
-    return "generated" if generated else "vendored" if vendored else None
+            state.update(rule.states)
+    return "generated" if state.get("generated") else "vendored" if state.get("vendored") else None
 
 
 def with_attributes(pr: PullRequest, text: str) -> PullRequest:

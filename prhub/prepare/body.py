@@ -12,6 +12,7 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # Ends a sentence: the line after it starts a new thought, not a wrapped quote line.
 _SENTENCE_END = re.compile(r"[.!?:。！？：]\s*$")
+_BLANKS = re.compile(r"\n(?:[ \t]*\n){2,}")
 _CITES = re.compile(r"(?<![\w&])#\d+\b")
 # Task items a section needs to be a checklist when its heading does not say so.
 CHECKLIST_ITEMS = 3
@@ -33,7 +34,7 @@ def strip_template(body: str) -> str:
             lines = _without_placeholder_code(lines)
         if any(line.strip() for line in lines):
             kept.append("\n".join(([heading] if heading else []) + lines).strip("\n"))
-    return "\n\n".join(kept)
+    return _BLANKS.sub("\n\n", "\n\n".join(kept))
 
 
 def _sections(lines: list[str]) -> list[tuple[str, list[str]]]:
@@ -67,7 +68,10 @@ def _without_guidance(lines: list[str]) -> list[str]:
         ):
             break
         end += 1
-    return lines[end:]
+    rest = lines[end:]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    return lines[:start] + rest
 
 
 def _is_checklist(heading: str, lines: list[str]) -> bool:
@@ -93,7 +97,9 @@ def _citing_items(lines: list[str]) -> list[str]:
             items.append([line])
         else:
             items[-1:] = [[*items[-1], line]] if items else [[line]]
-    return [line for item in items if _CITES.search(" ".join(item)) for line in item]
+    lead = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    cited = [line for item in items if _CITES.search(" ".join(item)) for line in item]
+    return lines[:lead] + cited
 
 
 def _without_placeholder_code(lines: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from prhub import paths
 from prhub.config import Settings
 from prhub.errors import ConfigError
 from prhub.model import (
@@ -15,15 +16,14 @@ from prhub.model import (
     PreparedPR,
     PullRequest,
 )
-from prhub import paths
 from prhub.prepare.body import strip_template
 from prhub.prepare.diff import Entry, header, keyed_hunks, tier
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.index import VIEWS, build_index
 from prhub.prepare.noise import is_pure_rename, noise_reason, reduce_notebook
 from prhub.prepare.pack import pack
-from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.redact import is_env_file, redact
+from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.tokens import count, truncate
 
 TITLE_BUDGET = 120  # tokens
@@ -54,7 +54,9 @@ def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
     return cut
 
 
-def _entry(order: int, file: FileChange, settings: Settings, clean: Callable[..., str]) -> Entry:
+def _entry(
+    order: int, file: FileChange, settings: Settings, clean: Callable[..., str], short: bool
+) -> Entry:
     enc = settings.encoding
     path = clean(file.path)
     previous = clean(file.previous_path) if file.previous_path else None
@@ -81,7 +83,9 @@ def _entry(order: int, file: FileChange, settings: Settings, clean: Callable[...
     if file.path.lower().endswith(".ipynb"):
         patch, e.omitted = reduce_notebook(patch)
         e.base_reason = f"notebook: {e.omitted} output lines dropped" if e.omitted else ""
-    keyed = keyed_hunks(clean(patch, env_file=is_env_file(file.path)))
+    text = clean(patch, env_file=is_env_file(file.path))
+    e.bare = short and file.status == "added"
+    keyed = keyed_hunks(text, short=short, added=e.bare)
     e.hunks = [(text, changed) for text, changed, _ in keyed]
     e.keys = [key for _, _, key in keyed]
     if not e.hunks:
@@ -107,8 +111,9 @@ def prepare(
 ) -> PreparedPR:
     """Filter, redact, rank and pack a PR's diff into chunks of at most chunk_budget tokens.
 
-    `compact` sends a change made in several places once and leaves the parts of the PR
-    template the author did not fill out of the body; off, both go as they are.
+    `compact` sends a change made in several places once, keeps less unchanged text around
+    changes and leaves the parts of the PR template the author did not fill out of the body;
+    off, the patches and body go as they are.
     """
     if chunk_budget < MIN_CHUNK_BUDGET or index_budget < MIN_INDEX_BUDGET:
         raise ConfigError(
@@ -126,7 +131,7 @@ def prepare(
     title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
     body = strip_template(pr.body or "") if compact else pr.body or ""
     body = _cut(clean(body), body_budget(settings), BODY_CUT, enc)
-    entries = [_entry(i, f, settings, clean) for i, f in enumerate(pr.files)]
+    entries = [_entry(i, f, settings, clean, compact) for i, f in enumerate(pr.files)]
     ranked = sorted(entries, key=Entry.rank)
     if compact:
         merge_repeats(ranked)
@@ -146,13 +151,14 @@ def prepare(
         )
         for e, made in zip(entries, map(paths.is_machine_made, pr.files), strict=True)
     ]
+    pairs = list(zip(entries, views, strict=True))
     coverage = Coverage.model_validate(
         {
             **{v: [f.path for f in views if f.view == v] for v in VIEWS},
             "generated": [f.path for f in views if f.generated],
             "lines_seen": sum(f.lines_seen for f in views if not f.generated),
-            "lines_total": sum(e.changes for e, f in zip(entries, views, strict=True) if not f.generated),
-            "lines_generated": sum(e.changes for e, f in zip(entries, views, strict=True) if f.generated),
+            "lines_total": sum(e.changes for e, f in pairs if not f.generated),
+            "lines_generated": sum(e.changes for e, f in pairs if f.generated),
         }
     )
     return PreparedPR(

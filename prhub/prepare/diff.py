@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from prhub.model import FileChange, View
 from prhub.paths import kind
+from prhub.prepare.compact import compact, short_header
 from prhub.prepare.noise import is_pure_rename
 from prhub.prepare.tokens import count, truncate
 
@@ -93,6 +94,7 @@ class Entry:
     excluded: str | None = None  # the noise reason
     no_patch: bool = False
     pure_rename: bool = False
+    bare: bool = False  # a new file's lines, without + signs: each one is a changed line
     omitted: int = 0  # changed lines dropped before packing (notebook outputs)
     base_reason: str = ""  # what holds whatever the budget: pure rename, notebook, no patch
     reason: str = ""
@@ -156,15 +158,24 @@ def split_hunks(patch: str) -> list[tuple[str, int]]:
     return [(text, changed) for text, changed, _ in keyed_hunks(patch)]
 
 
-def keyed_hunks(patch: str) -> list[tuple[str, int, str]]:
-    """split_hunks(), each hunk with its changed lines as one text: equal keys, equal changes."""
+def keyed_hunks(
+    patch: str, *, short: bool = False, added: bool = False
+) -> list[tuple[str, int, str]]:
+    """split_hunks(), each hunk with its changed lines as one text: equal keys, equal changes.
+
+    `short` keeps less unchanged text (prepare.compact); `added` says the patch creates the
+    file, whose lines then go without their + signs.
+    """
     out = []
     for hunk in parse_hunks(patch):
         key = "\n".join(line for line in hunk.lines if line.startswith(("+", "-")))
         deleted = sum(line.startswith("-") for line in hunk.lines)
         if deleted and not any(line.startswith("+") for line in hunk.lines):
             m = _HUNK_RANGE.match(hunk.header)
-            out.append((f"{m.group() if m else '@@'} ({deleted} lines deleted)", deleted, key))
+            head = short_header(hunk.header, old=True) if short else m.group() if m else "@@"
+            out.append((f"{head} ({deleted} lines deleted)", deleted, key))
+        elif short:
+            out.append((compact(hunk.header, hunk.lines, added), hunk.changed, key))
         else:
             out.append((hunk.text, hunk.changed, key))
     return out
@@ -176,14 +187,24 @@ def changed_lines(text: str) -> int:
 
 
 def blocks(
-    hunks: list[tuple[str, int]], piece_chars: int, max_tokens: int, encoding: str
+    hunks: list[tuple[str, int]],
+    piece_chars: int,
+    max_tokens: int,
+    encoding: str,
+    bare: bool = False,
 ) -> list[Block]:
-    """Token-counted blocks of at most max_tokens; long hunks are cut at line ends into pieces."""
+    """Token-counted blocks of at most max_tokens; long hunks are cut at line ends into pieces.
+
+    `bare` hunks are a new file's lines without + signs: every line is a changed one.
+    """
     out = []
     for i, (hunk, changed) in enumerate(hunks):
         pieces = _counted_pieces(hunk, piece_chars, max_tokens, encoding)
         for piece, tokens in pieces:
-            n = changed if len(pieces) == 1 else changed_lines(piece)
+            if len(pieces) == 1:
+                n = changed
+            else:
+                n = piece.count("\n") + 1 if bare else changed_lines(piece)
             out.append(Block(piece, tokens, n, i))
     return out
 

@@ -26,7 +26,8 @@ def merge_repeats(entries: list[Entry]) -> int:
     for e in entries:
         if not e.showable or e.pure_rename or len(e.keys) != len(e.hunks):
             continue
-        hunks, keys = [], []
+        hunks: list[tuple[str, int]] = []
+        keys: list[str] = []
         for hunk, key in zip(e.hunks, e.keys, strict=True):
             if len(key) >= MIN_CHARS and key in first:
                 original, index = first[key]

@@ -1,0 +1,66 @@
+"""A hunk made shorter for reading: every changed line kept, less unchanged text around it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_HEADER = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)")
+# Unchanged lines kept on each side of a change; further ones only when they enclose it.
+CONTEXT = 1
+GAP = " ⋯"  # stands for unchanged lines left out
+NO_NEWLINE = "\\ No newline at end of file"
+
+
+def short_header(header: str, old: bool = False) -> str:
+    """The @@ line with one first line only: `@@ +98 @@ def f():` (`@@ -98 @@` for `old`)."""
+    m = _HEADER.match(header)
+    if not m:
+        return header
+    start = f"-{m.group(1)}" if old else f"+{m.group(2)}"
+    return f"@@ {start} @@" + ("" if old or not m.group(3) else f" {m.group(3)}")
+
+
+def compact(header: str, lines: Sequence[str], added_file: bool) -> str:
+    """The hunk's text with less context: a new file's lines bare, without + or a header.
+
+    Unchanged lines are kept next to a change and where they open a block that encloses it
+    (a less indented line above it: its function, class or config section).
+    """
+    if added_file:
+        return "\n".join(line[1:] for line in lines if line != NO_NEWLINE)
+    lines = [line for line in lines if line != NO_NEWLINE]
+    keep = [_changed(line) for line in lines]
+    for i, line in enumerate(lines):
+        if not _changed(line):
+            continue
+        for j in range(max(0, i - CONTEXT), min(len(lines), i + CONTEXT + 1)):
+            keep[j] = True
+        if i and _changed(lines[i - 1]):
+            continue  # the run's first line has looked for its enclosing lines already
+        depth = _indent(line[1:])
+        for j in range(i - 1, -1, -1):
+            if _changed(lines[j]):
+                break
+            if _indent(lines[j][1:]) < depth:
+                keep[j] = True
+                depth = _indent(lines[j][1:])
+    out = [short_header(header)] if header else []
+    for kept, line in zip(keep, lines, strict=True):
+        if kept:
+            out.append(line)
+        elif out[-1:] != [GAP]:
+            out.append(GAP)
+    return "\n".join(out)
+
+
+def _changed(line: str) -> bool:
+    return line.startswith(("+", "-"))
+
+
+def _indent(text: str) -> int:
+    """Columns of leading white space; a blank line encloses nothing."""
+    if not text.strip():
+        return 1 << 30
+    text = text.expandtabs(4)
+    return len(text) - len(text.lstrip())
