@@ -600,7 +600,6 @@ def test_less_context_keeps_the_lines_that_enclose_a_change() -> None:
         "-            self.clip(1.0)",
         "+            self.clip(self.config.max_norm)",
         "             self.optimizer.step()",
-        " ⋯",
     ]
     assert run(pr, 20000, compact=False).chunks[0].endswith("\n".join(lines))
 
@@ -616,6 +615,15 @@ def test_a_new_files_lines_go_without_plus_signs_and_still_count() -> None:
     assert view.view == "excerpt" and 0 < view.lines_seen < 400
     shown = part.chunks[0].count("= compute(")
     assert view.lines_seen == shown
+
+
+def test_a_new_file_whose_lines_would_look_like_headers_keeps_its_plus_signs() -> None:
+    text = ["# Guide", "", "### Install", "Run `make`."]
+    patch = "@@ -0,0 +1,4 @@\n" + "\n".join("+" + line for line in text)
+    new = FileChange(path="docs/guide.md", status="added", additions=4, deletions=0, patch=patch)
+    out = run(make_pr([new]), 20000)
+    assert out.chunks[0] == "### docs/guide.md (added, +4/-0)\n@@ +1 @@\n" + patch.split("\n", 1)[1]
+    assert out.files[0].lines_seen == 4
 
 
 TEMPLATE_BODY = """\

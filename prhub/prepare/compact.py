@@ -22,12 +22,13 @@ def short_header(header: str, old: bool = False) -> str:
 
 
 def compact(header: str, lines: Sequence[str], added_file: bool) -> str:
-    """The hunk's text with less context: a new file's lines bare, without + or a header.
+    """The hunk's text with less context; a new file's lines bare, without + or a header,
+    unless one of them would then look like a header of the prompt's own.
 
     Unchanged lines are kept next to a change and where they open a block that encloses it
     (a less indented line above it: its function, class or config section).
     """
-    if added_file:
+    if added_file and bare_safe(lines):
         return "\n".join(line[1:] for line in lines if line != NO_NEWLINE)
     lines = [line for line in lines if line != NO_NEWLINE]
     keep = [_changed(line) for line in lines]
@@ -45,13 +46,20 @@ def compact(header: str, lines: Sequence[str], added_file: bool) -> str:
             if _indent(lines[j][1:]) < depth:
                 keep[j] = True
                 depth = _indent(lines[j][1:])
-    out = [short_header(header)] if header else []
+    out: list[str] = []
     for kept, line in zip(keep, lines, strict=True):
         if kept:
             out.append(line)
-        elif out[-1:] != [GAP]:
-            out.append(GAP)
-    return "\n".join(out)
+        elif out and out[-1] != GAP:
+            out.append(GAP)  # none first: the @@ line already says the hunk starts further in
+    if out[-1:] == [GAP]:
+        out.pop()
+    return "\n".join(([short_header(header)] if header else []) + out)
+
+
+def bare_safe(lines: Sequence[str]) -> bool:
+    """True when no line, stripped of its +, could be read as a file's or a hunk's header."""
+    return not any(line.startswith(("+###", "+@@")) for line in lines)
 
 
 def _changed(line: str) -> bool:

@@ -94,7 +94,7 @@ class Entry:
     excluded: str | None = None  # the noise reason
     no_patch: bool = False
     pure_rename: bool = False
-    bare: bool = False  # a new file's lines, without + signs: each one is a changed line
+    bare: bool = False  # a new file's lines, maybe without + signs: each one is a changed line
     omitted: int = 0  # changed lines dropped before packing (notebook outputs)
     base_reason: str = ""  # what holds whatever the budget: pure rename, notebook, no patch
     reason: str = ""
@@ -181,6 +181,11 @@ def keyed_hunks(
     return out
 
 
+def _new_lines(piece: str) -> int:
+    """Lines of a piece of a new file: each is a changed line, with its + sign or without."""
+    return sum(not line.startswith("@@") for line in piece.split("\n"))
+
+
 def changed_lines(text: str) -> int:
     """Lines starting with + or - in a piece of a patch."""
     return text.count("\n+") + text.count("\n-") + text.startswith(("+", "-"))
@@ -204,7 +209,7 @@ def blocks(
             if len(pieces) == 1:
                 n = changed
             else:
-                n = piece.count("\n") + 1 if bare else changed_lines(piece)
+                n = _new_lines(piece) if bare else changed_lines(piece)
             out.append(Block(piece, tokens, n, i))
     return out
 
