@@ -686,3 +686,24 @@ def test_size_class_counts_hand_written_lines_and_vendored_files_are_named() -> 
     assert "规模：微小（手写 +4/-1，另有生成或第三方文件 +950/-300，3 个文件）。" in facts
     assert "第三方（vendored）文件（不是本仓库手写）：third_party/lib/x.c" in facts
     assert any("自动生成" in line and "_generated_all.yaml" in line for line in facts)
+
+
+def test_removed_lines_that_come_back_among_the_added_ones_are_one_line() -> None:
+    body = [f"    total_{i} = accumulate(values, step={i})" for i in range(6)]
+    old = "@@ -10,8 +10,2 @@ def run():\n     start()\n" + "\n".join("-" + x for x in body)
+    old += "\n+    helpers.accumulate_all(values)\n     stop()"
+    new = "@@ -0,0 +1,7 @@\n+def accumulate_all(values):\n" + "\n".join("+" + x for x in body)
+    files = [
+        FileChange(path="src/run.py", status="modified", additions=1, deletions=6, patch=old),
+        FileChange(path="src/helpers.py", status="added", additions=7, deletions=0, patch=new),
+    ]
+    out = run(make_pr(files), 20000)
+    [chunk] = out.chunks
+    assert "-⋯ 6 removed lines, all among the added lines (moved)" in chunk
+    assert chunk.count("accumulate(values, step=3)") == 1
+    assert out.coverage.share_seen == 1.0
+    # Fewer lines of substance than a run needs, or lines not added anywhere, stay as they are.
+    kept = old.replace("-" + body[2], "-    total_2 = something_else()")
+    files[0] = files[0].model_copy(update={"patch": kept})
+    [chunk] = run(make_pr(files), 20000).chunks
+    assert "moved" not in chunk and "-    total_2 = something_else()" in chunk

@@ -10,6 +10,10 @@ _HEADER = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)")
 CONTEXT = 1
 GAP = " ⋯"  # stands for unchanged lines left out
 NO_NEWLINE = "\\ No newline at end of file"
+# Removed lines that all come back among the PR's added lines (moved, re-indented) are one
+# line when a run holds at least this many lines of substance.
+MOVED_RUN = 4
+SUBSTANCE = 8  # characters, stripped: shorter lines (")", "else:") come back anywhere
 
 
 def short_header(header: str, old: bool = False) -> str:
@@ -21,16 +25,19 @@ def short_header(header: str, old: bool = False) -> str:
     return f"@@ {start} @@" + ("" if old or not m.group(3) else f" {m.group(3)}")
 
 
-def compact(header: str, lines: Sequence[str], added_file: bool) -> str:
+def compact(
+    header: str, lines: Sequence[str], added_file: bool, added: frozenset[str] = frozenset()
+) -> str:
     """The hunk's text with less context; a new file's lines bare, without + or a header,
     unless one of them would then look like a header of the prompt's own.
 
     Unchanged lines are kept next to a change and where they open a block that encloses it
-    (a less indented line above it: its function, class or config section).
+    (a less indented line above it: its function, class or config section). A run of removed
+    lines whose text is among `added`, the PR's added lines stripped, becomes one line.
     """
     if added_file and bare_safe(lines):
         return "\n".join(line[1:] for line in lines if line != NO_NEWLINE)
-    lines = [line for line in lines if line != NO_NEWLINE]
+    lines = _fold_moved([line for line in lines if line != NO_NEWLINE], added)
     keep = [_changed(line) for line in lines]
     for i, line in enumerate(lines):
         if not _changed(line):
@@ -55,6 +62,40 @@ def compact(header: str, lines: Sequence[str], added_file: bool) -> str:
     if out[-1:] == [GAP]:
         out.pop()
     return "\n".join(([short_header(header)] if header else []) + out)
+
+
+def added_lines(patches: Sequence[str | None]) -> frozenset[str]:
+    """The stripped text of every added line of substance in `patches`."""
+    return frozenset(
+        text
+        for patch in patches
+        for line in (patch or "").split("\n")
+        if line.startswith("+") and len(text := line[1:].strip()) >= SUBSTANCE
+    )
+
+
+def _fold_moved(lines: list[str], added: frozenset[str]) -> list[str]:
+    if not added:
+        return lines
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if sum(len(line[1:].strip()) >= SUBSTANCE for line in run) >= MOVED_RUN:
+            out.append(f"-⋯ {len(run)} removed lines, all among the added lines (moved)")
+        else:
+            out.extend(run)
+        run.clear()
+
+    for line in lines:
+        text = line[1:].strip()
+        if line.startswith("-") and (len(text) < SUBSTANCE or text in added):
+            run.append(line)
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return out
 
 
 def bare_safe(lines: Sequence[str]) -> bool:

@@ -17,6 +17,7 @@ from prhub.model import (
     PullRequest,
 )
 from prhub.prepare.body import strip_template
+from prhub.prepare.compact import added_lines
 from prhub.prepare.diff import Entry, header, keyed_hunks, tier
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.index import VIEWS, build_index
@@ -55,7 +56,12 @@ def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
 
 
 def _entry(
-    order: int, file: FileChange, settings: Settings, clean: Callable[..., str], short: bool
+    order: int,
+    file: FileChange,
+    settings: Settings,
+    clean: Callable[..., str],
+    short: bool,
+    moved: frozenset[str],
 ) -> Entry:
     enc = settings.encoding
     path = clean(file.path)
@@ -85,7 +91,7 @@ def _entry(
         e.base_reason = f"notebook: {e.omitted} output lines dropped" if e.omitted else ""
     text = clean(patch, env_file=is_env_file(file.path))
     e.bare = short and file.status == "added"
-    keyed = keyed_hunks(text, short=short, added=e.bare)
+    keyed = keyed_hunks(text, short=short, added=e.bare, moved=moved)
     e.hunks = [(text, changed) for text, changed, _ in keyed]
     e.keys = [key for _, _, key in keyed]
     if not e.hunks:
@@ -131,7 +137,11 @@ def prepare(
     title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
     body = strip_template(pr.body or "") if compact else pr.body or ""
     body = _cut(clean(body), body_budget(settings), BODY_CUT, enc)
-    entries = [_entry(i, f, settings, clean, compact) for i, f in enumerate(pr.files)]
+    # Added lines of files the model is shown: a removed line found there is not new to it.
+    # Read before redaction: a line holding a secret then matches nothing, and stays.
+    shown = [f.patch for f in pr.files if noise_reason(f, settings.noise_globs) is None]
+    moved = added_lines(shown) if compact else frozenset()
+    entries = [_entry(i, f, settings, clean, compact, moved) for i, f in enumerate(pr.files)]
     ranked = sorted(entries, key=Entry.rank)
     if compact:
         merge_repeats(ranked)

@@ -159,12 +159,13 @@ def split_hunks(patch: str) -> list[tuple[str, int]]:
 
 
 def keyed_hunks(
-    patch: str, *, short: bool = False, added: bool = False
+    patch: str, *, short: bool = False, added: bool = False, moved: frozenset[str] = frozenset()
 ) -> list[tuple[str, int, str]]:
     """split_hunks(), each hunk with its changed lines as one text: equal keys, equal changes.
 
     `short` keeps less unchanged text (prepare.compact); `added` says the patch creates the
-    file, whose lines then go without their + signs.
+    file, whose lines then go without their + signs; removed lines found in `moved`, the PR's
+    added lines, are then folded.
     """
     out = []
     for hunk in parse_hunks(patch):
@@ -175,7 +176,7 @@ def keyed_hunks(
             head = short_header(hunk.header, old=True) if short else m.group() if m else "@@"
             out.append((f"{head} ({deleted} lines deleted)", deleted, key))
         elif short:
-            out.append((compact(hunk.header, hunk.lines, added), hunk.changed, key))
+            out.append((compact(hunk.header, hunk.lines, added, moved), hunk.changed, key))
         else:
             out.append((hunk.text, hunk.changed, key))
     return out
