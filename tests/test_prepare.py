@@ -15,7 +15,7 @@ import pytest
 from prhub.config import Settings
 from prhub.errors import ConfigError
 from prhub.model import FileChange, PreparedPR, PullRequest
-from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
+from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, input_key, prepare
 from prhub.prepare import pack as pack_module
 from prhub.prepare.diff import Hunk, parse_hunks, split_hunks
 from prhub.prepare.tokens import count
@@ -707,3 +707,12 @@ def test_removed_lines_that_come_back_among_the_added_ones_are_one_line() -> Non
     files[0] = files[0].model_copy(update={"patch": kept})
     [chunk] = run(make_pr(files), 20000).chunks
     assert "moved" not in chunk and "-    total_2 = something_else()" in chunk
+
+
+def test_input_key_changes_with_the_marks_of_the_files() -> None:
+    pr = make_pr([change("src/app.py"), change("api/gen.py")])
+    marked = pr.model_copy(
+        update={"files": [pr.files[0], pr.files[1].model_copy(update={"marked": "generated"})]}
+    )
+    assert input_key(pr) != input_key(marked)
+    assert input_key(pr) == input_key(make_pr([change("src/app.py"), change("api/gen.py")]))

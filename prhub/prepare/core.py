@@ -27,6 +27,8 @@ from prhub.prepare.redact import is_env_file, redact
 from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.tokens import count, truncate
 
+# The shape of prepared text: raise it when prompts change for the same PR and settings.
+FORMAT = 2
 TITLE_BUDGET = 120  # tokens
 BODY_BUDGET = 1500  # tokens, at most: an eighth of a small input budget
 
@@ -98,6 +100,13 @@ def _entry(
         e.no_patch = True
         e.reason = e.base_reason = NO_PATCH if not file.patch else "empty patch"
     return e
+
+
+def input_key(pr: PullRequest) -> str:
+    """What changes a PR's prepared text beside its commit and the settings: prhub's format of
+    it, and the .gitattributes marks its files were given. For a digest's cache key."""
+    marks = "".join((f.marked or "-")[0] for f in pr.files)
+    return f"prepare{FORMAT}:{marks}"
 
 
 def pr_fields(pr: PullRequest) -> dict[str, Any]:
