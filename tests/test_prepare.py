@@ -716,3 +716,8 @@ def test_input_key_changes_with_the_marks_of_the_files() -> None:
     )
     assert input_key(pr) != input_key(marked)
     assert input_key(pr) == input_key(make_pr([change("src/app.py"), change("api/gen.py")]))
+
+
+def test_a_to_do_list_of_the_authors_stays() -> None:
+    body = "## Plan\n\n- [x] fsdp backend\n- [ ] megatron backend\n- [ ] sglang rollout"
+    assert run(make_pr([change("src/app.py")], body=body), 20000).body == body

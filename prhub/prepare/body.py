@@ -14,15 +14,17 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_END = re.compile(r"[.!?:。！？：]\s*$")
 _BLANKS = re.compile(r"\n(?:[ \t]*\n){2,}")
 _CITES = re.compile(r"(?<![\w&])#\d+\b")
-# Task items a section needs to be a checklist when its heading does not say so.
-CHECKLIST_ITEMS = 3
+# Headings of a template's own boxes; a list of tasks under any other heading (a to-do list,
+# a plan) is the author's and stays.
+_CHECKLIST = re.compile(r"check ?list|before (?:you )?(?:submit|start|open|merg)", re.I)
 
 
 def strip_template(body: str) -> str:
     """`body` without HTML comments, template guidance quotes, checklists and empty sections.
 
-    Guidance is a quote that opens a section; a checklist is a section made only of list items
-    and quotes with task boxes among them. A section left empty loses its heading too.
+    Guidance is a quote that opens a section; a checklist is a section headed as one and made
+    only of list items and quotes, with task boxes among them: of it, items citing a PR or an
+    issue stay. A section left empty loses its heading too.
     """
     body = _COMMENT.sub("", body.replace("\r\n", "\n"))
     kept = []
@@ -75,8 +77,7 @@ def _without_guidance(lines: list[str]) -> list[str]:
 
 
 def _is_checklist(heading: str, lines: list[str]) -> bool:
-    tasks = sum(bool(_TASK.match(line)) for line in lines)
-    if not tasks or (tasks < CHECKLIST_ITEMS and "checklist" not in heading.lower()):
+    if not _CHECKLIST.search(heading) or not any(_TASK.match(line) for line in lines):
         return False
     in_item = False
     for line in lines:
