@@ -108,6 +108,7 @@ def main(argv: list[str]) -> None:
 
 
 def week_of(pr: PullRequest, tz: str) -> tuple[int, int]:
+    """The ISO (year, week) the PR was merged in, in `tz`: the week a weekly run puts it in."""
     when = (pr.merged_at or pr.created_at).astimezone(ZoneInfo(tz))
     iso = when.isocalendar()
     return iso.year, iso.week
