@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ def _split(path: str) -> tuple[list[str], str, str]:
     return dirs, name, name.rpartition(".")[2] if "." in name else ""
 
 
+@lru_cache(maxsize=4096)  # each stage asks of each file; a patch's hash is computed once
 def kind(path: str, *, marked: Mark | None = None, patch: str | None = None) -> Kind:
     """What a path is: lock, vendored, generated before test, test before docs and config.
 

@@ -38,21 +38,24 @@ def compact(
     if added_file and bare_safe(lines):
         return "\n".join(line[1:] for line in lines if line != NO_NEWLINE)
     lines = _fold_moved([line for line in lines if line != NO_NEWLINE], added)
-    keep = [_changed(line) for line in lines]
+    changed = [line[:1] in ("+", "-") and line != "" for line in lines]
+    keep = changed[:]
     for i, line in enumerate(lines):
-        if not _changed(line):
+        if not changed[i]:
             continue
-        for j in range(max(0, i - CONTEXT), min(len(lines), i + CONTEXT + 1)):
-            keep[j] = True
-        if i and _changed(lines[i - 1]):
+        keep[max(0, i - CONTEXT) : i + CONTEXT + 1] = [True] * len(
+            keep[max(0, i - CONTEXT) : i + CONTEXT + 1]
+        )
+        if i and changed[i - 1]:
             continue  # the run's first line has looked for its enclosing lines already
         depth = _indent(line[1:])
         for j in range(i - 1, -1, -1):
-            if _changed(lines[j]):
+            if changed[j] or depth == 0:
                 break
-            if _indent(lines[j][1:]) < depth:
+            indent = _indent(lines[j][1:])
+            if indent < depth:
                 keep[j] = True
-                depth = _indent(lines[j][1:])
+                depth = indent
     out: list[str] = []
     for kept, line in zip(keep, lines, strict=True):
         if kept:
@@ -79,32 +82,26 @@ def _fold_moved(lines: list[str], added: frozenset[str]) -> list[str]:
         return lines
     out: list[str] = []
     run: list[str] = []
-
-    def flush() -> None:
-        if sum(len(line[1:].strip()) >= SUBSTANCE for line in run) >= MOVED_RUN:
-            out.append(f"-⋯ {len(run)} removed lines, all among the added lines (moved)")
-        else:
-            out.extend(run)
-        run.clear()
-
-    for line in lines:
-        text = line[1:].strip()
-        if line.startswith("-") and (len(text) < SUBSTANCE or text in added):
+    substance = 0
+    for line in lines + [""]:  # the empty line ends the last run
+        text = line[1:].strip() if line[:1] == "-" else None
+        if text is not None and (len(text) < SUBSTANCE or text in added):
             run.append(line)
+            substance += len(text) >= SUBSTANCE
             continue
-        flush()
+        if run:
+            if substance >= MOVED_RUN:
+                out.append(f"-⋯ {len(run)} removed lines, all among the added lines (moved)")
+            else:
+                out += run
+            run, substance = [], 0
         out.append(line)
-    flush()
-    return out
+    return out[:-1]
 
 
 def bare_safe(lines: Sequence[str]) -> bool:
     """True when no line, stripped of its +, could be read as a file's or a hunk's header."""
     return not any(line.startswith(("+###", "+@@")) for line in lines)
-
-
-def _changed(line: str) -> bool:
-    return line.startswith(("+", "-"))
 
 
 def _indent(text: str) -> int:
