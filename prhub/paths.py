@@ -121,7 +121,7 @@ def _split(path: str) -> tuple[list[str], str, str]:
     return dirs, name, name.rpartition(".")[2] if "." in name else ""
 
 
-@lru_cache(maxsize=4096)  # each stage asks of each file; a patch's hash is computed once
+@lru_cache(maxsize=1024)  # each stage asks of each file; a patch's hash is computed once
 def kind(path: str, *, marked: Mark | None = None, patch: str | None = None) -> Kind:
     """What a path is: lock, vendored, generated before test, test before docs and config.
 
