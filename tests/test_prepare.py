@@ -721,3 +721,14 @@ def test_input_key_changes_with_the_marks_of_the_files() -> None:
 def test_a_to_do_list_of_the_authors_stays() -> None:
     body = "## Plan\n\n- [x] fsdp backend\n- [ ] megatron backend\n- [ ] sglang rollout"
     assert run(make_pr([change("src/app.py")], body=body), 20000).body == body
+
+
+def test_a_paragraph_of_the_authors_under_the_checklist_stays() -> None:
+    body = (
+        "## Checklist before submitting\n\n- [x] I ran the linters\n- [ ] I updated the\n"
+        "docs\n\nThe benchmark numbers are in the linked sheet."
+    )
+    out = run(make_pr([change("src/app.py")], body=body), 20000)
+    assert out.body == (
+        "## Checklist before submitting\n\nThe benchmark numbers are in the linked sheet."
+    )

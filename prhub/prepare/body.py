@@ -22,16 +22,16 @@ _CHECKLIST = re.compile(r"check ?list|before (?:you )?(?:submit|start|open|merg)
 def strip_template(body: str) -> str:
     """`body` without HTML comments, template guidance quotes, checklists and empty sections.
 
-    Guidance is a quote that opens a section; a checklist is a section headed as one and made
-    only of list items and quotes, with task boxes among them: of it, items citing a PR or an
-    issue stay. A section left empty loses its heading too.
+    Guidance is a quote that opens a section; a checklist is a section headed as one, with
+    task boxes: of it, only the author's own paragraphs and items citing a PR or an issue
+    stay. A section left empty loses its heading too.
     """
     body = _COMMENT.sub("", body.replace("\r\n", "\n"))
     kept = []
     for heading, lines in _sections(body.split("\n")):
         lines = _without_guidance(lines)
         if _is_checklist(heading, lines):
-            lines = _citing_items(lines)
+            lines = _checklist_kept(lines)
         else:
             lines = _without_placeholder_code(lines)
         if any(line.strip() for line in lines):
@@ -77,30 +77,29 @@ def _without_guidance(lines: list[str]) -> list[str]:
 
 
 def _is_checklist(heading: str, lines: list[str]) -> bool:
-    if not _CHECKLIST.search(heading) or not any(_TASK.match(line) for line in lines):
-        return False
-    in_item = False
+    return bool(_CHECKLIST.search(heading)) and any(_TASK.match(line) for line in lines)
+
+
+def _checklist_kept(lines: list[str]) -> list[str]:
+    """Of a checklist, the author's own paragraphs and the items that cite a PR or issue."""
+    groups: list[tuple[str, list[str]]] = []  # kind: item, quote, text or blank
     for line in lines:
         if not line.strip():
-            in_item = False
-        elif _ITEM.match(line) or line.lstrip().startswith(">"):
-            in_item = True
-        elif not in_item:
-            return False  # a paragraph of the author's own among the boxes
-    return True
-
-
-def _citing_items(lines: list[str]) -> list[str]:
-    """The items of a checklist that cite a PR or issue: the model is asked for related PRs."""
-    items: list[list[str]] = []
-    for line in lines:
-        if _ITEM.match(line) or not line.strip() or line.lstrip().startswith(">"):
-            items.append([line])
+            groups.append(("blank", [line]))
+        elif _ITEM.match(line):
+            groups.append(("item", [line]))
+        elif line.lstrip().startswith(">"):
+            groups.append(("quote", [line]))
+        elif groups and groups[-1][0] != "blank":
+            groups[-1][1].append(line)  # a wrapped line continues what it follows
         else:
-            items[-1:] = [[*items[-1], line]] if items else [[line]]
-    lead = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
-    cited = [line for item in items if _CITES.search(" ".join(item)) for line in item]
-    return lines[:lead] + cited
+            groups.append(("text", [line]))
+    kept = [
+        (kind, group)
+        for kind, group in groups
+        if kind in ("blank", "text") or (kind == "item" and _CITES.search(" ".join(group)))
+    ]
+    return [line for _, group in kept for line in group]
 
 
 def _without_placeholder_code(lines: list[str]) -> list[str]:
