@@ -1,4 +1,5 @@
-"""Benchmark prepare() on the corpus: budgets, coverage and cost against a bare tiktoken encode.
+"""Benchmark prepare() on the corpus: budgets, coverage and cost against a bare tiktoken encode,
+and each ISO week's prompt tokens and coverage with the compact diff and body off and on.
 
 Usage: .venv/bin/python bench/prepare.py [CORPUS_DIR]   (default: ../shared/corpus)
 """
@@ -8,9 +9,14 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from unittest import mock
+from zoneinfo import ZoneInfo
 
+from prhub import analyse, digest, narrate
 from prhub.config import Settings
 from prhub.digest import budgets, plan
 from prhub.llm import message_tokens
@@ -98,6 +104,55 @@ def main(argv: list[str]) -> None:
         f"throughput: prepare {total_prepare * 1000:.0f} ms, bare encode {bare * 1000:.0f} ms, "
         f"ratio {total_prepare / bare:.2f}x (target <= 3x)"
     )
+    weeks(prs, settings)
+
+
+def week_of(pr: PullRequest, tz: str) -> tuple[int, int]:
+    """The ISO (year, week) the PR was merged in, in `tz`: the week a weekly run puts it in."""
+    when = (pr.merged_at or pr.created_at).astimezone(ZoneInfo(tz))
+    iso = when.isocalendar()
+    return iso.year, iso.week
+
+
+def week_figures(prs: list[PullRequest], settings: Settings, compact: bool) -> tuple[int, float]:
+    """Prompt tokens of a week's dry run (digests and narrative) and hand-written lines seen."""
+    tokens = seen = total = 0
+    # digest.plan has no switch of its own: the bench hands it prepare() with `compact` set.
+    with mock.patch.object(digest, "prepare", partial(prepare, compact=compact)):
+        for pr in prs:
+            tokens += digest.planned_tokens(pr, settings)[1]
+            prepared, _ = plan(pr, settings)
+            seen += prepared.coverage.lines_seen
+            total += prepared.coverage.lines_total
+    year, week = week_of(prs[0], settings.tz)
+    start, end = analyse.week_window(year, week, settings.tz)
+    facts = analyse.weekly_facts(
+        prs, {}, repo=prs[0].repo, start=start, end=end, tz=settings.tz, year=year, week=week
+    )
+    tokens += narrate.planned_tokens(facts, len(prs), settings)[1]
+    return tokens, seen / total if total else 1.0
+
+
+def weeks(prs: list[PullRequest], settings: Settings) -> None:
+    """Per ISO week: prompt tokens and hand-written coverage, compact diff and body off and on."""
+    by_week: defaultdict[tuple[int, int], list[PullRequest]] = defaultdict(list)
+    for pr in prs:
+        by_week[week_of(pr, settings.tz)].append(pr)
+    print()
+    print(
+        f"{'week':>8} {'PRs':>4} {'tokens off':>10} {'tokens on':>10} {'seen off':>8} "
+        f"{'seen on':>8}   (seen: hand-written changed lines the model is shown)"
+    )
+    sums = [0, 0]
+    for (year, week), members in sorted(by_week.items()):
+        before, seen_before = week_figures(members, settings, compact=False)
+        after, seen_after = week_figures(members, settings, compact=True)
+        sums = [sums[0] + before, sums[1] + after]
+        print(
+            f"{year}-W{week:02d} {len(members):>4} {before:>10,} {after:>10,} "
+            f"{seen_before:>8.1%} {seen_after:>8.1%}"
+        )
+    print(f"{'all':>8} {len(prs):>4} {sums[0]:>10,} {sums[1]:>10,}")
 
 
 if __name__ == "__main__":

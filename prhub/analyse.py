@@ -169,7 +169,7 @@ def weekly_facts(
         labels = {tag_name(label, aliases) for label in pr.labels if label.strip()}
         tags.update(set(mods) | labels | ({kind} if kind else set()))
         for change in pr.files:
-            if paths.kind(change.path) in UNREAD:
+            if paths.of(change) in UNREAD:
                 continue
             files[change.path].add(pr.number)
             parent = posixpath.dirname(change.path)
@@ -235,10 +235,10 @@ def _ranked(authors: dict[str, list[int]]) -> list[AuthorCount]:
 
 
 def _untested(pr: PullRequest) -> bool:
-    if any(paths.is_test(f.path) for f in pr.files):
+    if any(paths.of(f) == "test" for f in pr.files):
         return False
     # A deleted source file leaves nothing to test.
-    return any(f.status != "removed" and paths.is_code(f.path) for f in pr.files)
+    return any(f.status != "removed" and paths.of(f) == "code" for f in pr.files)
 
 
 def _revert(pr: PullRequest, by_number: dict[int, PullRequest], repo: str) -> Revert | None:
@@ -343,6 +343,7 @@ def _config_reasons(change: FileChange) -> list[str]:
         ext not in KEY_EXTS
         or change.status in ("added", "removed")
         or paths.is_tooling(change.path)
+        or paths.of(change) in UNREAD
     ):
         return []
     hunks = _config_keys(change)
@@ -369,7 +370,7 @@ def _config_reasons(change: FileChange) -> list[str]:
 
 
 def _flag_reasons(change: FileChange, added: list[str]) -> list[str]:
-    if not paths.is_code(change.path):
+    if paths.of(change) != "code":
         return []
     reasons = []
     for hunk in _hunks(change.patch):

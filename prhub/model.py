@@ -92,6 +92,9 @@ class FileView(BaseModel):
     view: View
     reason: str = ""
     lines_seen: int = 0  # changed lines the model saw
+    # Generated, vendored or a lock file: listed by name, its diff not sent, its lines not
+    # counted as hand-written.
+    generated: bool = False
 
 
 class Coverage(BaseModel):
@@ -101,8 +104,11 @@ class Coverage(BaseModel):
     excerpt: list[str] = []
     listed: list[str] = []
     excluded: list[str] = []
-    lines_seen: int = 0
-    lines_total: int = 0
+    # Of the excluded: generated, vendored and lock files, named to the model, diff not sent.
+    generated: list[str] = []
+    lines_seen: int = 0  # hand-written changed lines the model saw
+    lines_total: int = 0  # hand-written changed lines: generated files' lines not counted
+    lines_generated: int = 0
     unlisted: int = 0  # files GitHub counted but did not list (it lists at most 3,000)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from prhub.config import Settings
 from prhub.errors import ConfigError
 from prhub.model import FileChange, PreparedPR, PullRequest
-from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, prepare
+from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, input_key, prepare
 from prhub.prepare import pack as pack_module
 from prhub.prepare.diff import Hunk, parse_hunks, split_hunks
 from prhub.prepare.tokens import count
@@ -48,7 +49,9 @@ def hunk(start: int, added: int, deleted: int, tag: str) -> str:
 
 
 def change(path: str, hunks: int = 1, added: int = 5, deleted: int = 1, **kw: object) -> FileChange:
-    patch = "\n".join(hunk(1 + 50 * i, added, deleted, f"f{i}") for i in range(hunks))
+    # Each file's changes differ, so none is sent once as a copy of another's.
+    tag = zlib.crc32(path.encode()) % 10_000
+    patch = "\n".join(hunk(1 + 50 * i, added, deleted, f"f{i}_{tag}") for i in range(hunks))
     fields: dict = dict(
         path=path,
         status="modified",
@@ -93,9 +96,16 @@ def synthetic(n: int) -> PullRequest:
     return make_pr(files)
 
 
-def run(pr: PullRequest, budget: int, calls: int = 4, index: int = 2000, **kw: Any) -> PreparedPR:
+def run(
+    pr: PullRequest,
+    budget: int,
+    calls: int = 4,
+    index: int = 2000,
+    compact: bool = True,
+    **kw: Any,
+) -> PreparedPR:
     settings = Settings(max_calls=calls, **kw)
-    return prepare(pr, settings, chunk_budget=budget, index_budget=index)
+    return prepare(pr, settings, chunk_budget=budget, index_budget=index, compact=compact)
 
 
 def check_invariants(pr: PullRequest, out: PreparedPR, budget: int, calls: int) -> None:
@@ -107,7 +117,7 @@ def check_invariants(pr: PullRequest, out: PreparedPR, budget: int, calls: int) 
     paths = [f.path for f in pr.files]
     assert sorted(p for part in parts for p in part) == sorted(paths)
     assert sum(map(len, parts)) == len(paths)
-    assert cov.lines_total == sum(f.additions + f.deletions for f in pr.files)
+    assert cov.lines_total + cov.lines_generated == sum(f.additions + f.deletions for f in pr.files)
     assert 0 <= cov.lines_seen <= cov.lines_total
     assert cov.lines_seen == sum(f.lines_seen for f in out.files)
     text = "\n".join(out.chunks)
@@ -212,7 +222,7 @@ def test_excerpt_shows_first_hunks_and_says_what_is_left_out() -> None:
     view = out.files[0]
     assert 0 < view.lines_seen < view.additions + view.deletions
     assert view.reason.startswith("over budget: ")
-    assert "def f0():" in out.chunks[0] and "def f19():" not in out.chunks[0]
+    assert "def f0_" in out.chunks[0] and "def f19_" not in out.chunks[0]
     assert re.search(r"… [\d,]+ changed lines in \d+ more hunks not shown", out.chunks[0])
 
 
@@ -256,7 +266,8 @@ def test_parse_hunks_keeps_text_before_the_first_hunk() -> None:
     assert parse_hunks(None) == parse_hunks("") == parse_hunks("\n\n") == []
 
 
-def test_deletion_only_hunks_collapse_to_one_line() -> None:
+@pytest.mark.parametrize(("compact", "line"), [(True, "@@ -10 @@"), (False, "@@ -10,27 +10,2 @@")])
+def test_deletion_only_hunks_collapse_to_one_line(compact: bool, line: str) -> None:
     patch = "\n".join(
         [
             "@@ -10,27 +10,2 @@ class A:",
@@ -267,8 +278,8 @@ def test_deletion_only_hunks_collapse_to_one_line() -> None:
         ]
     )
     pr = make_pr([change("src/a.py", additions=3, deletions=25, patch=patch)])
-    out = run(pr, 20000)
-    assert "@@ -10,27 +10,2 @@ (25 lines deleted)" in out.chunks[0]
+    out = run(pr, 20000, compact=compact)
+    assert f"{line} (25 lines deleted)" in out.chunks[0]
     assert "gone_" not in out.chunks[0]
     assert "new_kept_2" in out.chunks[0]
     assert out.files[0].lines_seen == 28
@@ -278,7 +289,9 @@ def test_removed_file_is_one_line() -> None:
     patch = "@@ -1,40 +0,0 @@\n" + "\n".join(f"-line {i}" for i in range(40))
     pr = make_pr([change("src/old.py", status="removed", additions=0, deletions=40, patch=patch)])
     out = run(pr, 20000)
-    assert out.chunks[0] == "### src/old.py (removed, +0/-40)\n@@ -1,40 +0,0 @@ (40 lines deleted)"
+    assert out.chunks[0] == "### src/old.py (removed, +0/-40)\n@@ -1 @@ (40 lines deleted)"
+    plain = run(pr, 20000, compact=False).chunks[0]
+    assert plain == "### src/old.py (removed, +0/-40)\n@@ -1,40 +0,0 @@ (40 lines deleted)"
 
 
 def test_pure_rename_is_one_line() -> None:
@@ -324,7 +337,7 @@ def test_noise_is_excluded_with_a_reason(file: FileChange, reason: str) -> None:
     assert out.files[0].view == "excluded"
     assert out.files[0].reason == reason
     assert out.coverage.excluded == [file.path]
-    assert "new_f0_0" in out.chunks[0]  # the real file is still shown
+    assert "compute(0, scale=2)" in out.chunks[0]  # the real file is still shown
 
 
 def test_not_noise() -> None:
@@ -473,4 +486,249 @@ def test_a_tested_docs_only_pr_says_so() -> None:
     assert (
         "改动了测试文件。"
         in prepare(tested, Settings(), chunk_budget=3_000, index_budget=600).facts
+    )
+
+
+def test_generated_files_are_named_but_not_sent_nor_counted_as_hand_written() -> None:
+    header = "@@ -0,0 +1,3 @@\n+# Automatically generated by make_config.py, do not edit\n"
+    header += "+a: 1\n+b: 2"
+    files = [
+        change("src/app.py"),
+        change("conf/full.yaml", status="added", additions=3, deletions=0, patch=header),
+        change("api/client.py", marked="generated"),
+        change("lib/ext.py", marked="vendored"),
+        change("uv.lock"),
+    ]
+    out = run(make_pr(files), 20000)
+    made = ["conf/full.yaml", "api/client.py", "lib/ext.py", "uv.lock"]
+    assert out.coverage.generated == made and out.coverage.full == ["src/app.py"]
+    assert set(made) <= set(out.coverage.excluded)
+    assert [f.generated for f in out.files] == [False, True, True, True, True]
+    assert out.coverage.lines_total == out.coverage.lines_seen == 6  # src/app.py only
+    assert out.coverage.lines_generated == 3 + 6 * 3
+    [chunk] = out.chunks
+    assert "### conf/full.yaml (added, +3/-0) [excluded: generated file]" in chunk
+    assert "### lib/ext.py (modified, +5/-1) [excluded: vendored]" in chunk
+    assert "a: 1" not in chunk and chunk.count("compute(") == 5  # only src/app.py's lines
+
+
+def same_edit(path: str, context: str) -> FileChange:
+    patch = (
+        f"@@ -10,7 +10,7 @@ jobs:\n   {context}:\n     runs-on: gpu\n     env:\n"
+        '-      IMAGE: "registry.example/app:1.0-build7"\n'
+        '+      IMAGE: "registry.example/app:1.1-build9"\n'
+        "     steps:\n       - uses: actions/checkout@v4"
+    )
+    return FileChange(path=path, status="modified", additions=1, deletions=1, patch=patch)
+
+
+def test_the_same_change_in_many_files_is_sent_once_with_where_it_applies() -> None:
+    copies = [same_edit(f".github/workflows/job_{i}.yml", f"job_{i}") for i in range(6)]
+    pr = make_pr([change("src/app.py"), *copies])
+    out = run(pr, 20000)
+    [chunk] = out.chunks
+    assert chunk.count('+      IMAGE: "registry.example/app:1.1-build9"') == 1
+    others = ", ".join(f".github/workflows/job_{i}.yml" for i in range(1, 6))
+    assert f"↳ same change also applied to: {others}" in chunk
+    assert "job_3.yml (modified" not in chunk  # no section of its own
+    # Every copy counts as seen, and the index says where each one is shown.
+    assert out.coverage.share_seen == 1.0 and len(out.coverage.full) == 7
+    assert out.files[3].reason == "same change as .github/workflows/job_0.yml"
+    assert "job_3.yml (modified, +1/-1): full — same change as" in out.index
+    plain = run(pr, 20000, compact=False)
+    assert plain.chunks[0].count('+      IMAGE: "registry.example/app:1.1-build9"') == 6
+    assert count(chunk, ENC) < count(plain.chunks[0], ENC)
+
+
+def test_repeats_in_one_file_and_short_changes() -> None:
+    twice = same_edit("ci/a.yml", "one").patch + "\n" + (same_edit("ci/a.yml", "two").patch or "")
+    small = "@@ -1,1 +1,1 @@\n-x = 1\n+x = 2"
+    files = [
+        FileChange(path="ci/a.yml", status="modified", additions=2, deletions=2, patch=twice),
+        FileChange(path="a.py", status="modified", additions=1, deletions=1, patch=small),
+        FileChange(path="b.py", status="modified", additions=1, deletions=1, patch=small),
+    ]
+    [chunk] = run(make_pr(files), 20000).chunks
+    assert "↳ same change also applied to: 1 more place in this file" in chunk
+    # A change shorter than the note naming its other places is sent each time.
+    assert chunk.count("+x = 2") == 2
+
+
+def test_copies_of_a_change_left_out_for_the_budget_are_not_seen() -> None:
+    block = "@@ -1,1 +1,301 @@\n x = 0\n" + "\n".join(f"+row_{i} = fill({i})" for i in range(300))
+    copies = [
+        FileChange(path=f"ci/job_{i}.py", status="modified", additions=300, patch=block)
+        for i in range(3)
+    ]
+    out = run(make_pr([change("src/app.py", hunks=4, added=40), *copies]), 1500, calls=1)
+    views = {f.path: f for f in out.files}
+    assert views["src/app.py"].view in ("full", "excerpt")
+    assert views["ci/job_0.py"].view == "listed"
+    for later in ("ci/job_1.py", "ci/job_2.py"):
+        assert views[later].view == "listed" and views[later].lines_seen == 0
+        assert views[later].reason == "same change as ci/job_0.py (over budget)"
+    assert out.coverage.lines_seen == views["src/app.py"].lines_seen
+
+
+def test_less_context_keeps_the_lines_that_enclose_a_change() -> None:
+    lines = [
+        "@@ -20,12 +20,12 @@ class Trainer:",
+        "     def step(self, batch):",
+        "         data = batch.to(self.device)",
+        "         for micro in split(data):",
+        "             loss = self.model(micro)",
+        "             loss.backward()",
+        "             self.log(loss)",
+        "-            self.clip(1.0)",
+        "+            self.clip(self.config.max_norm)",
+        "             self.optimizer.step()",
+        "             self.scheduler.step()",
+        "         return loss",
+    ]
+    patch = "\n".join(lines)
+    pr = make_pr(
+        [FileChange(path="src/t.py", status="modified", additions=1, deletions=1, patch=patch)]
+    )
+    [chunk] = run(pr, 20000).chunks
+    assert chunk.split("\n")[1:] == [
+        "@@ +20 @@ class Trainer:",
+        "     def step(self, batch):",
+        " ⋯",
+        "         for micro in split(data):",
+        " ⋯",
+        "             self.log(loss)",
+        "-            self.clip(1.0)",
+        "+            self.clip(self.config.max_norm)",
+        "             self.optimizer.step()",
+    ]
+    assert run(pr, 20000, compact=False).chunks[0].endswith("\n".join(lines))
+
+
+def test_a_new_files_lines_go_without_plus_signs_and_still_count() -> None:
+    body = [f"value_{i} = compute({i}, scale=2)  # step {i}" for i in range(400)]
+    patch = "@@ -0,0 +1,400 @@\n" + "\n".join("+" + line for line in body)
+    new = FileChange(path="src/new.py", status="added", additions=400, deletions=0, patch=patch)
+    whole = run(make_pr([new]), 20000)
+    assert whole.chunks[0] == "### src/new.py (added, +400/-0)\n" + "\n".join(body)
+    part = run(make_pr([new]), 2000, calls=1)
+    view = part.files[0]
+    assert view.view == "excerpt" and 0 < view.lines_seen < 400
+    shown = part.chunks[0].count("= compute(")
+    assert view.lines_seen == shown
+
+
+def test_a_new_file_whose_lines_would_look_like_headers_keeps_its_plus_signs() -> None:
+    text = ["# Guide", "", "### Install", "Run `make`."]
+    patch = "@@ -0,0 +1,4 @@\n" + "\n".join("+" + line for line in text)
+    new = FileChange(path="docs/guide.md", status="added", additions=4, deletions=0, patch=patch)
+    out = run(make_pr([new]), 20000)
+    assert out.chunks[0] == "### docs/guide.md (added, +4/-0)\n@@ +1 @@\n" + patch.split("\n", 1)[1]
+    assert out.files[0].lines_seen == 4
+
+
+TEMPLATE_BODY = """\
+## Summary
+
+<!-- Say what the change does and why. -->
+> Describe the change in a few sentences. Link the issues it
+closes.
+Moves the cache to SQLite so two runs can share it.
+
+## How was it tested?
+
+> Give the commands you ran.
+
+```bash
+# paste the commands here
+```
+
+## Checklist
+
+- [ ] I read the contributing guide
+- [x] I added tests
+- [ ] I updated the docs (This
+is needed for user-facing changes)
+- [x] Related to #41: the same lock is used there.
+
+## Notes
+
+- [ ] migrate the old cache files (follow-up)
+Readers should start with `store.py`.
+"""
+
+
+def test_template_text_the_author_left_as_it_was_is_not_sent() -> None:
+    out = run(make_pr([change("src/app.py")], body=TEMPLATE_BODY), 20000)
+    assert out.body == (
+        "## Summary\n\nMoves the cache to SQLite so two runs can share it.\n\n"
+        "## Checklist\n\n- [x] Related to #41: the same lock is used there.\n\n"
+        "## Notes\n\n- [ ] migrate the old cache files (follow-up)\n"
+        "Readers should start with `store.py`."
+    )
+    assert run(make_pr([change("src/app.py")], body=TEMPLATE_BODY), 20000, compact=False).body == (
+        TEMPLATE_BODY
+    )
+
+
+def test_a_quote_the_author_wrote_mid_section_and_code_they_pasted_stay() -> None:
+    body = "## Why\n\nUsers hit this:\n\n> TypeError: bad operand\n\n```python\nrun(fast=True)\n```"
+    assert run(make_pr([change("src/app.py")], body=body), 20000).body == body
+
+
+def test_size_class_counts_hand_written_lines_and_vendored_files_are_named() -> None:
+    files = [
+        change("src/app.py", added=4, deleted=1),
+        change("conf/_generated_all.yaml", added=900, deleted=300),
+        change("third_party/lib/x.c", added=50, deleted=0),
+    ]
+    pr = make_pr(files).model_copy(update={"additions": 954, "deletions": 301})
+    facts = run(pr, 20000).facts
+    assert "规模：微小（手写 +4/-1，另有生成或第三方文件 +950/-300，3 个文件）。" in facts
+    assert "第三方（vendored）文件（不是本仓库手写）：third_party/lib/x.c" in facts
+    assert any("自动生成" in line and "_generated_all.yaml" in line for line in facts)
+
+
+def test_removed_lines_that_come_back_among_the_added_ones_are_one_line() -> None:
+    body = [f"    total_{i} = accumulate(values, step={i})" for i in range(6)]
+    old = "@@ -10,8 +10,2 @@ def run():\n     start()\n" + "\n".join("-" + x for x in body)
+    old += "\n+    helpers.accumulate_all(values)\n     stop()"
+    new = "@@ -0,0 +1,7 @@\n+def accumulate_all(values):\n" + "\n".join("+" + x for x in body)
+    files = [
+        FileChange(path="src/run.py", status="modified", additions=1, deletions=6, patch=old),
+        FileChange(path="src/helpers.py", status="added", additions=7, deletions=0, patch=new),
+    ]
+    out = run(make_pr(files), 20000)
+    [chunk] = out.chunks
+    assert "-⋯ 6 removed lines, all among the added lines (moved)" in chunk
+    assert chunk.count("accumulate(values, step=3)") == 1
+    assert out.coverage.share_seen == 1.0
+    # Fewer lines of substance than a run needs, or lines not added anywhere, stay as they are.
+    kept = old.replace("-" + body[2], "-    total_2 = something_else()")
+    files[0] = files[0].model_copy(update={"patch": kept})
+    [chunk] = run(make_pr(files), 20000).chunks
+    assert "moved" not in chunk and "-    total_2 = something_else()" in chunk
+
+
+def test_input_key_changes_with_the_marks_of_the_files() -> None:
+    pr = make_pr([change("src/app.py"), change("api/gen.py")])
+    marked = pr.model_copy(
+        update={"files": [pr.files[0], pr.files[1].model_copy(update={"marked": "generated"})]}
+    )
+    assert input_key(pr) != input_key(marked)
+    assert input_key(pr) == input_key(make_pr([change("src/app.py"), change("api/gen.py")]))
+
+
+def test_a_to_do_list_of_the_authors_stays() -> None:
+    body = "## Plan\n\n- [x] fsdp backend\n- [ ] megatron backend\n- [ ] sglang rollout"
+    assert run(make_pr([change("src/app.py")], body=body), 20000).body == body
+
+
+def test_a_paragraph_of_the_authors_under_the_checklist_stays() -> None:
+    body = (
+        "## Checklist before submitting\n\n- [x] I ran the linters\n- [ ] I updated the\n"
+        "docs\n\nThe benchmark numbers are in the linked sheet."
+    )
+    out = run(make_pr([change("src/app.py")], body=body), 20000)
+    assert out.body == (
+        "## Checklist before submitting\n\nThe benchmark numbers are in the linked sheet."
     )

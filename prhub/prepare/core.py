@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from prhub import paths
 from prhub.config import Settings
 from prhub.errors import ConfigError
 from prhub.model import (
@@ -15,14 +16,19 @@ from prhub.model import (
     PreparedPR,
     PullRequest,
 )
-from prhub.prepare.diff import Entry, header, split_hunks, tier
+from prhub.prepare.body import strip_template
+from prhub.prepare.compact import added_lines
+from prhub.prepare.diff import Entry, header, keyed_hunks, tier
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.index import VIEWS, build_index
 from prhub.prepare.noise import is_pure_rename, noise_reason, reduce_notebook
 from prhub.prepare.pack import pack
 from prhub.prepare.redact import is_env_file, redact
+from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.tokens import count, truncate
 
+# The shape of prepared text: raise it when prompts change for the same PR and settings.
+FORMAT = 2
 TITLE_BUDGET = 120  # tokens
 BODY_BUDGET = 1500  # tokens, at most: an eighth of a small input budget
 
@@ -51,7 +57,14 @@ def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
     return cut
 
 
-def _entry(order: int, file: FileChange, settings: Settings, clean: Callable[..., str]) -> Entry:
+def _entry(
+    order: int,
+    file: FileChange,
+    settings: Settings,
+    clean: Callable[..., str],
+    short: bool,
+    moved: frozenset[str],
+) -> Entry:
     enc = settings.encoding
     path = clean(file.path)
     previous = clean(file.previous_path) if file.previous_path else None
@@ -78,11 +91,22 @@ def _entry(order: int, file: FileChange, settings: Settings, clean: Callable[...
     if file.path.lower().endswith(".ipynb"):
         patch, e.omitted = reduce_notebook(patch)
         e.base_reason = f"notebook: {e.omitted} output lines dropped" if e.omitted else ""
-    e.hunks = split_hunks(clean(patch, env_file=is_env_file(file.path)))
+    text = clean(patch, env_file=is_env_file(file.path))
+    e.bare = short and file.status == "added"
+    keyed = keyed_hunks(text, short=short, added=e.bare, moved=moved)
+    e.hunks = [(text, changed) for text, changed, _ in keyed]
+    e.keys = [key for _, _, key in keyed]
     if not e.hunks:
         e.no_patch = True
         e.reason = e.base_reason = NO_PATCH if not file.patch else "empty patch"
     return e
+
+
+def input_key(pr: PullRequest) -> str:
+    """What changes a PR's prepared text beside its commit and the settings: prhub's format of
+    it, and the .gitattributes marks its files were given. For a digest's cache key."""
+    marks = "".join((f.marked or "-")[0] for f in pr.files)
+    return f"prepare{FORMAT}:{marks}"
 
 
 def pr_fields(pr: PullRequest) -> dict[str, Any]:
@@ -93,9 +117,19 @@ def pr_fields(pr: PullRequest) -> dict[str, Any]:
 
 
 def prepare(
-    pr: PullRequest, settings: Settings, *, chunk_budget: int, index_budget: int
+    pr: PullRequest,
+    settings: Settings,
+    *,
+    chunk_budget: int,
+    index_budget: int,
+    compact: bool = True,
 ) -> PreparedPR:
-    """Filter, redact, rank and pack a PR's diff into chunks of at most chunk_budget tokens."""
+    """Filter, redact, rank and pack a PR's diff into chunks of at most chunk_budget tokens.
+
+    `compact` sends a change made in several places once, keeps less unchanged text around
+    changes and leaves the parts of the PR template the author did not fill out of the body;
+    off, the patches and body go as they are.
+    """
     if chunk_budget < MIN_CHUNK_BUDGET or index_budget < MIN_INDEX_BUDGET:
         raise ConfigError(
             f"a diff chunk of {chunk_budget} tokens (index {index_budget}) is too small: "
@@ -110,10 +144,18 @@ def prepare(
         return text
 
     title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
-    body = _cut(clean(pr.body or ""), body_budget(settings), BODY_CUT, enc)
-    entries = [_entry(i, f, settings, clean) for i, f in enumerate(pr.files)]
+    body = strip_template(pr.body or "") if compact else pr.body or ""
+    body = _cut(clean(body), body_budget(settings), BODY_CUT, enc)
+    # Added lines of files the model is shown: a removed line found there is not new to it.
+    # Read before redaction: a line holding a secret then matches nothing, and stays.
+    shown = [f.patch for f in pr.files if noise_reason(f, settings.noise_globs) is None]
+    moved = added_lines(shown) if compact else frozenset()
+    entries = [_entry(i, f, settings, clean, compact, moved) for i, f in enumerate(pr.files)]
     ranked = sorted(entries, key=Entry.rank)
+    if compact:
+        merge_repeats(ranked)
     chunks = pack(ranked, chunk_budget, settings.max_calls, enc)
+    settle(ranked)
     index = build_index(ranked, index_budget, enc)
     views = [
         FileView(
@@ -124,14 +166,18 @@ def prepare(
             view=e.view,
             reason=e.reason,
             lines_seen=e.lines_seen(),
+            generated=made,
         )
-        for e in entries
+        for e, made in zip(entries, map(paths.is_machine_made, pr.files), strict=True)
     ]
+    pairs = list(zip(entries, views, strict=True))
     coverage = Coverage.model_validate(
         {
             **{v: [f.path for f in views if f.view == v] for v in VIEWS},
-            "lines_seen": sum(f.lines_seen for f in views),
-            "lines_total": sum(e.changes for e in entries),
+            "generated": [f.path for f in views if f.generated],
+            "lines_seen": sum(f.lines_seen for f in views if not f.generated),
+            "lines_total": sum(e.changes for e, f in pairs if not f.generated),
+            "lines_generated": sum(e.changes for e, f in pairs if f.generated),
         }
     )
     return PreparedPR(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from prhub.model import FileChange, View
 from prhub.paths import kind
+from prhub.prepare.compact import compact, short_header
 from prhub.prepare.noise import is_pure_rename
 from prhub.prepare.tokens import count, truncate
 
@@ -62,6 +63,18 @@ class Block:
     hunk: int  # which hunk of the file it belongs to
 
 
+@dataclass(frozen=True)
+class Copy:
+    """A hunk left out because the same change is shown in another place: where, and its size."""
+
+    original: Entry
+    hunk: int  # index into the original's hunks
+    changed: int
+
+    def seen(self) -> bool:
+        return self.original.shows_hunk(self.hunk)
+
+
 @dataclass(eq=False)
 class Entry:
     """One file of the PR as packing sees it; view, shown and note are decided by packing."""
@@ -75,10 +88,13 @@ class Entry:
     header: str
     header_tokens: int
     hunks: list[tuple[str, int]] = field(default_factory=list)  # text, changed lines
+    keys: list[str] = field(default_factory=list)  # each hunk's changed lines, to find copies
+    copies: list[Copy] = field(default_factory=list)  # hunks shown once, in another place
     blocks: list[Block] = field(default_factory=list)  # counted by packing, when needed
     excluded: str | None = None  # the noise reason
     no_patch: bool = False
     pure_rename: bool = False
+    bare: bool = False  # a new file's lines, maybe without + signs: each one is a changed line
     omitted: int = 0  # changed lines dropped before packing (notebook outputs)
     base_reason: str = ""  # what holds whatever the budget: pure rename, notebook, no patch
     reason: str = ""
@@ -89,6 +105,11 @@ class Entry:
     @property
     def changes(self) -> int:
         return self.additions + self.deletions
+
+    @property
+    def repeated(self) -> bool:
+        """Every hunk of this file is the same change as one shown elsewhere."""
+        return not self.hunks and bool(self.copies)
 
     @property
     def showable(self) -> bool:
@@ -105,12 +126,23 @@ class Entry:
             self.path,
         )
 
+    def shows_hunk(self, index: int) -> bool:
+        """True when hunk `index` of this file is in the chunks in full."""
+        if self.view == "full" and not self.repeated:
+            return True
+        if self.view != "excerpt" or not self.blocks:
+            return False
+        return all(b in self.shown for b in self.blocks if b.hunk == index)
+
     def lines_seen(self) -> int:
-        if self.view == "full":
-            return max(0, self.changes - self.omitted)
-        if self.view == "excerpt":
-            return min(self.changes, sum(b.changed for b in self.shown))
-        return 0
+        copied = sum(c.changed for c in self.copies)
+        seen = sum(c.changed for c in self.copies if c.seen())
+        own = 0
+        if self.view == "full" and not self.repeated:
+            own = max(0, self.changes - self.omitted - copied)
+        elif self.view == "excerpt" and not self.repeated:
+            own = sum(b.changed for b in self.shown)
+        return min(self.changes, own + seen)
 
 
 def header(file: FileChange, path: str, previous: str | None) -> str:
@@ -123,15 +155,36 @@ def header(file: FileChange, path: str, previous: str | None) -> str:
 
 def split_hunks(patch: str) -> list[tuple[str, int]]:
     """The hunks of a unified-diff patch with their changed lines; deletion-only ones collapsed."""
+    return [(text, changed) for text, changed, _ in keyed_hunks(patch)]
+
+
+def keyed_hunks(
+    patch: str, *, short: bool = False, added: bool = False, moved: frozenset[str] = frozenset()
+) -> list[tuple[str, int, str]]:
+    """split_hunks(), each hunk with its changed lines as one text: equal keys, equal changes.
+
+    `short` keeps less unchanged text (prepare.compact); `added` says the patch creates the
+    file, whose lines then go without their + signs; removed lines found in `moved`, the PR's
+    added lines, are then folded.
+    """
     out = []
     for hunk in parse_hunks(patch):
+        key = "\n".join(line for line in hunk.lines if line.startswith(("+", "-")))
         deleted = sum(line.startswith("-") for line in hunk.lines)
         if deleted and not any(line.startswith("+") for line in hunk.lines):
             m = _HUNK_RANGE.match(hunk.header)
-            out.append((f"{m.group() if m else '@@'} ({deleted} lines deleted)", deleted))
+            head = short_header(hunk.header, old=True) if short else m.group() if m else "@@"
+            out.append((f"{head} ({deleted} lines deleted)", deleted, key))
+        elif short:
+            out.append((compact(hunk.header, hunk.lines, added, moved), hunk.changed, key))
         else:
-            out.append((hunk.text, hunk.changed))
+            out.append((hunk.text, hunk.changed, key))
     return out
+
+
+def _new_lines(piece: str) -> int:
+    """Lines of a piece of a new file: each is a changed line, with its + sign or without."""
+    return sum(not line.startswith("@@") for line in piece.split("\n"))
 
 
 def changed_lines(text: str) -> int:
@@ -140,14 +193,24 @@ def changed_lines(text: str) -> int:
 
 
 def blocks(
-    hunks: list[tuple[str, int]], piece_chars: int, max_tokens: int, encoding: str
+    hunks: list[tuple[str, int]],
+    piece_chars: int,
+    max_tokens: int,
+    encoding: str,
+    bare: bool = False,
 ) -> list[Block]:
-    """Token-counted blocks of at most max_tokens; long hunks are cut at line ends into pieces."""
+    """Token-counted blocks of at most max_tokens; long hunks are cut at line ends into pieces.
+
+    `bare` hunks are a new file's lines without + signs: every line is a changed one.
+    """
     out = []
     for i, (hunk, changed) in enumerate(hunks):
         pieces = _counted_pieces(hunk, piece_chars, max_tokens, encoding)
         for piece, tokens in pieces:
-            n = changed if len(pieces) == 1 else changed_lines(piece)
+            if len(pieces) == 1:
+                n = changed
+            else:
+                n = _new_lines(piece) if bare else changed_lines(piece)
             out.append(Block(piece, tokens, n, i))
     return out
 

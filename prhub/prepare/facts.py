@@ -28,7 +28,8 @@ class Facts:
     deleted: list[str]
     tests_touched: bool
     code_touched: bool
-    generated: list[str]
+    generated: list[str]  # generated and lock files
+    vendored: list[str]
     docs_only: bool
 
     def lines(self) -> list[str]:
@@ -47,6 +48,8 @@ class Facts:
             out.append("改动了测试文件。" if self.tests_touched else "没有改动任何测试文件。")
         if self.generated:
             out.append("自动生成的文件（不要当作手写代码评价）：" + _names(self.generated))
+        if self.vendored:
+            out.append("第三方（vendored）文件（不是本仓库手写）：" + _names(self.vendored))
         if self.docs_only:
             out.append("只改了文档，没有代码改动。")
         return out
@@ -78,19 +81,27 @@ def revert_target(pr: PullRequest, repo: str | None = None) -> tuple[bool, int |
 def pr_facts(pr: PullRequest) -> Facts:
     """The facts of one PR, from its title, body and file list."""
     is_revert, reverted = revert_target(pr)
-    changed = pr.additions + pr.deletions
-    size = next((name for bound, name in SIZES if changed <= bound), "超大")
-    kinds = {f.path: paths.kind(f.path) for f in pr.files}
+    kinds = {f.path: paths.of(f) for f in pr.files}
+    made = [f for f in pr.files if kinds[f.path] in paths.MACHINE_MADE]
+    # The size class counts hand-written lines: a regenerated config says nothing of the work.
+    made_adds, made_dels = sum(f.additions for f in made), sum(f.deletions for f in made)
+    adds, dels = max(0, pr.additions - made_adds), max(0, pr.deletions - made_dels)
+    size = next((name for bound, name in SIZES if adds + dels <= bound), "超大")
+    lines = f"+{pr.additions}/-{pr.deletions}"
+    if made:
+        lines = f"手写 +{adds}/-{dels}，另有生成或第三方文件 +{made_adds}/-{made_dels}"
+    hand = [k for k in kinds.values() if k not in paths.MACHINE_MADE]
     return Facts(
         revert=is_revert,
         reverted=reverted,
-        size=f"{size}（+{pr.additions}/-{pr.deletions}，{len(pr.files)} 个文件）",
+        size=f"{size}（{lines}，{len(pr.files)} 个文件）",
         added=[f.path for f in pr.files if f.status == "added"],
         deleted=[f.path for f in pr.files if f.status == "removed"],
-        tests_touched=any(k == "test" for k in kinds.values()),
-        code_touched=any(k == "code" for k in kinds.values()),
-        generated=[p for p, k in kinds.items() if k == "generated"],
-        docs_only=bool(kinds) and all(k == "docs" for k in kinds.values()),
+        tests_touched=any(k == "test" for k in hand),
+        code_touched=any(k == "code" for k in hand),
+        generated=[p for p, k in kinds.items() if k in ("generated", "lock")],
+        vendored=[p for p, k in kinds.items() if k == "vendored"],
+        docs_only=bool(hand) and all(k == "docs" for k in hand),
     )
 
 

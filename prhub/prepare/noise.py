@@ -6,7 +6,7 @@ import re
 from fnmatch import fnmatch
 
 from prhub.model import FileChange
-from prhub.paths import in_data_dir, is_binary_format, is_data_format, is_minified, kind
+from prhub.paths import in_data_dir, is_binary_format, is_data_format, is_minified, of
 
 _REASONS = {"lock": "lock file", "vendored": "vendored", "generated": "generated file"}
 # A .json under a data directory counts as data past this many changed lines.
@@ -23,7 +23,7 @@ def noise_reason(file: FileChange, globs: tuple[str, ...] = ()) -> str | None:
     for glob in globs:
         if fnmatch(path, glob) or fnmatch(path.rsplit("/", 1)[-1], glob):
             return f"matches noise glob {glob!r}"
-    what = kind(path)
+    what = of(file)
     if what == "generated" and is_minified(path):
         return "minified"
     if what in _REASONS:

@@ -229,7 +229,7 @@ def _whole(entries: list[Entry], budget: int) -> str | None:
         if e.showable:
             e.view, e.shown, e.note, e.reason = "full", [], "", e.base_reason
             sections.append("\n".join([e.header, *(text for text, _ in e.hunks)]))
-    trace = "\n".join(trace_line(e) for e in entries if not e.showable)
+    trace = "\n".join(trace_line(e) for e in entries if not (e.showable or e.repeated))
     return "\n\n".join([*sections, trace] if trace else sections)
 
 
@@ -243,7 +243,9 @@ def pack(entries: list[Entry], budget: int, max_calls: int, encoding: str) -> li
     for e in entries:
         # Hunks longer than half a budget in characters (about an eighth of a chunk in tokens)
         # are cut into pieces, so a chunk ends with little room wasted.
-        e.blocks = blocks(e.hunks, max(500, budget // 2), max(64, budget // 3), encoding)
+        e.blocks = blocks(
+            e.hunks, max(500, budget // 2), max(64, budget // 3), encoding, bare=e.bare
+        )
     margin = 4 + budget // 200  # slack for tokens merging or splitting across joins
     limit = budget - margin
     for calls in sorted({1, max_calls}):
