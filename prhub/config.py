@@ -126,6 +126,11 @@ class Settings(BaseModel):
             raise ConfigError("no repository given: pass --repo owner/name or export PRHUB_REPO")
         return self.repo
 
+    @property
+    def endpoint(self) -> str:
+        """The LLM endpoint as the store remembers it: its URL without credentials."""
+        return shown_url(self.openai_base_url) or "https://api.openai.com/v1"
+
     def prepare_key(self) -> str:
         """A short hash of the settings that change what the model is shown."""
         fields = ("encoding", "input_budget", "output_tokens", "max_calls", "noise_globs")

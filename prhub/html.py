@@ -25,14 +25,7 @@ from prhub.render import (
     weekly_footer,
     weekly_title,
 )
-from prhub.report import (
-    WeeklyReport,
-    author_highlight,
-    author_line,
-    figures,
-    key_rows,
-    lead,
-)
+from prhub.report import WeeklyReport, author_highlight, author_line, figures, key_rows, lead
 from prhub.tags import tag_name
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]

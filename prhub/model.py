@@ -155,6 +155,14 @@ class Usage(BaseModel):
             tokens_cached=self.tokens_cached + other.tokens_cached,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls - other.calls,
+            tokens_in=self.tokens_in - other.tokens_in,
+            tokens_out=self.tokens_out - other.tokens_out,
+            tokens_cached=self.tokens_cached - other.tokens_cached,
+        )
+
 
 Verdict = Literal["精读", "快速浏览", "可跳过"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
@@ -12,9 +13,17 @@ from typing import Any
 
 from prhub import analyse, digest, narrate, retry
 from prhub.analyse import Window
-from prhub.config import Settings, shown_url
-from prhub.errors import Interrupted, PrhubError, PRNotMerged, StoreError
+from prhub.config import Settings
+from prhub.errors import (
+    GitHubAuthError,
+    GitHubUnavailable,
+    Interrupted,
+    PrhubError,
+    PRNotMerged,
+    StoreError,
+)
 from prhub.fanout import each, staged
+from prhub.keys import digest_key, narrative_key
 from prhub.llm import LLM
 from prhub.model import PRDigest, PullRequest, Usage
 from prhub.output import fail_partly as fail_partly
@@ -22,21 +31,17 @@ from prhub.output import publish_digest as publish_digest
 from prhub.output import publish_labels as publish_labels
 from prhub.output import publish_weekly as publish_weekly
 from prhub.output import write as write
+from prhub.paths import with_attributes
 from prhub.prepare.redact import scrub
 from prhub.prompt import listing as listing
-from prhub.report import (
-    DryRun,
-    FailedPR,
-    PlannedPR,
-    WeeklyFacts,
-    WeeklyMeta,
-    WeeklyReport,
-)
-from prhub.source import GitHubSource
-from prhub.store import Store, digest_key, holder_id, narrative_key
+from prhub.report import DryRun, FailedPR, PlannedPR, WeeklyFacts, WeeklyMeta, WeeklyReport
+from prhub.source import GitHubSource, same_time, version
+from prhub.store import Store, holder_id
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
+log = logging.getLogger("prhub")
 LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
+ATTRIBUTES_AGE = 86_400.0  # seconds a stored .gitattributes is used without asking GitHub
 _STAGES = {"fetch": "fetch", "work": "summarize"}  # progress stages of a week's run
 
 
@@ -85,6 +90,8 @@ class Run:
         self._run_id = 0
         self._kept = {"fetched": 0, "digested": 0}  # stored by this run, for an interruption
         self._holder = holder_id()
+        self._attributes: str | None = None  # the repository's .gitattributes, once read
+        self._attributes_lock = threading.Lock()
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
@@ -107,7 +114,7 @@ class Run:
         """The response mode learned for this endpoint and model, unless JSON mode was chosen."""
         if self.settings.response_mode != "json_schema":
             return None
-        return store.endpoint_mode(_endpoint(self.settings), self.settings.model)
+        return store.endpoint_mode(self.settings.endpoint, self.settings.model)
 
     def __exit__(
         self,
@@ -120,16 +127,11 @@ class Run:
         if self.llm is not None:
             # What this run paid for, whether it finished or not, rejected replies included.
             spent = self.llm.spent
-            stats.usage = Usage(
-                calls=spent.calls - self._spent.calls,
-                tokens_in=spent.tokens_in - self._spent.tokens_in,
-                tokens_out=spent.tokens_out - self._spent.tokens_out,
-                tokens_cached=spent.tokens_cached - self._spent.tokens_cached,
-            )
+            stats.usage = spent - self._spent
             if self.llm.mode != self._started_mode:
                 with suppress(StoreError):
                     self.store.save_endpoint_mode(
-                        _endpoint(self.settings), self.settings.model, self.llm.mode
+                        self.settings.endpoint, self.settings.model, self.llm.mode
                     )
         if isinstance(exc, Interrupted):
             exc.kept = (
@@ -195,22 +197,39 @@ class Run:
         return pr
 
     def load_pr(self, number: int, updated_at: str | None = None) -> PullRequest:
-        """A PR from the store when GitHub says it has not changed, else fetched and scrubbed."""
+        """A PR from the store when GitHub says it has not changed, else fetched and scrubbed;
+        its files marked as the repository's .gitattributes says."""
         repo = self.settings.require_repo()
         kept = None if self.settings.refresh else self.store.pull(repo, number)
-        if kept and updated_at and _same_time(kept[1], updated_at):
-            return kept[0]  # the search hit already told us nothing changed: no request
+        if kept and updated_at and same_time(kept[1], updated_at):
+            return with_attributes(kept[0], self.attributes())  # no request: nothing changed
         payload = self.source.pull_payload(repo, number)
         if (
             kept
-            and _same_time(kept[1], payload.get("updated_at"))
-            and kept[0].version == _version(payload)
+            and same_time(kept[1], payload.get("updated_at"))
+            and kept[0].version == version(payload)
         ):
-            return kept[0]
+            return with_attributes(kept[0], self.attributes())
         pr = scrub(self.source.pull(repo, number, payload))
         self.store.save_pull(pr, payload.get("updated_at") or "")
         self._kept["fetched"] += 1
-        return pr
+        return with_attributes(pr, self.attributes())
+
+    def attributes(self) -> str:
+        """The repository's .gitattributes: stored within a day, else read (once a run), else
+        the stored copy however old when GitHub fails."""
+        repo = self.settings.require_repo()
+        with self._attributes_lock:
+            if self._attributes is None and not self.settings.refresh:
+                self._attributes = self.store.attributes(repo, max_age=ATTRIBUTES_AGE)
+            if self._attributes is None:
+                try:
+                    self._attributes = self.source.attributes(repo)
+                    self.store.save_attributes(repo, self._attributes)
+                except (GitHubUnavailable, GitHubAuthError) as exc:
+                    self._attributes = self.store.attributes(repo) or ""
+                    log.warning("prhub: .gitattributes of %s not read (%s)", repo, exc)
+            return self._attributes
 
     def cached_digest(self, pr: PullRequest) -> tuple[PRDigest, bool]:
         """The stored digest for exactly these inputs (and True), else a new one, stored.
@@ -380,21 +399,3 @@ def weekly(
     command = "weekly" if narrate else "labels"
     with Run(settings, command, source=source, llm=llm, store=store, progress=progress) as run:
         return run.weekly(w, narrate_week=narrate)
-
-
-def _endpoint(settings: Settings) -> str:
-    """The LLM endpoint as the store remembers it: its URL without credentials."""
-    return shown_url(settings.openai_base_url) or "https://api.openai.com/v1"
-
-
-def _same_time(a: str | None, b: Any) -> bool:
-    if not a or not b or not isinstance(b, str):
-        return False
-    return datetime.fromisoformat(a.replace("Z", "+00:00")) == datetime.fromisoformat(
-        b.replace("Z", "+00:00")
-    )
-
-
-def _version(payload: dict[str, Any]) -> str:
-    head = (payload.get("head") or {}).get("sha", "")
-    return (payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head

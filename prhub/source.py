@@ -334,3 +334,18 @@ def _retry_hint(exc: BaseException) -> float | None:
             return max(0.0, int(reset) - datetime.now().timestamp()) + 1
         return 60.0
     return None
+
+
+def same_time(a: str | None, b: Any) -> bool:
+    """Whether two GitHub timestamps name the same moment."""
+    if not a or not b or not isinstance(b, str):
+        return False
+    return datetime.fromisoformat(a.replace("Z", "+00:00")) == datetime.fromisoformat(
+        b.replace("Z", "+00:00")
+    )
+
+
+def version(payload: dict[str, Any]) -> str:
+    """What identifies a pull payload's content, as PullRequest.version does."""
+    head = (payload.get("head") or {}).get("sha", "")
+    return (payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head

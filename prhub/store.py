@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -20,19 +19,10 @@ from typing import Any, NamedTuple, TypeVar
 import platformdirs
 from pydantic import BaseModel, ValidationError
 
-from prhub.config import Settings
 from prhub.errors import StoreError
-from prhub.llm import load_prompt
 from prhub.migrations import MIGRATIONS
-from prhub.model import (
-    ChineseTitle,
-    ChunkNotes,
-    DigestContent,
-    PRDigest,
-    PullRequest,
-    Usage,
-)
-from prhub.report import WeeklyFacts, WeeklyNarrative, WeeklyReport
+from prhub.model import PRDigest, PullRequest, Usage
+from prhub.report import WeeklyNarrative, WeeklyReport
 
 B = TypeVar("B", bound=BaseModel)
 log = logging.getLogger("prhub")
@@ -48,45 +38,6 @@ class StoredNarrative(NamedTuple):
     dropped: int
     usage: Usage
     created_at: datetime
-
-
-def digest_key(pr: PullRequest, settings: Settings) -> str:
-    """Names every input that changes a digest: PR content, prompts, model, prepare settings."""
-    tasks = ("digest", "digest_notes", "digest_title")
-    prompts = [load_prompt(t, prompt_dir=settings.prompt_dir) for t in tasks]
-    return _hash(
-        pr.repo,
-        str(pr.number),
-        pr.version,
-        *(f"{p.id}:{p.fingerprint}" for p in prompts),
-        _schema(DigestContent, ChunkNotes, ChineseTitle),
-        settings.model,
-        settings.response_mode,
-        settings.prepare_key(),
-    )
-
-
-def narrative_key(facts: WeeklyFacts, digests: Sequence[PRDigest], settings: Settings) -> str:
-    """Names every input of a week's narrative: its facts, its digests, prompt and model."""
-    p = load_prompt("weekly", prompt_dir=settings.prompt_dir)
-    return _hash(
-        facts.model_dump_json(),
-        *(d.meta.cache_key for d in digests),
-        f"{p.id}:{p.fingerprint}",
-        _schema(WeeklyNarrative),
-        settings.model,
-        settings.response_mode,
-        str(settings.input_budget),
-    )
-
-
-def _schema(*models: type[BaseModel]) -> str:
-    """The reply schemas: their descriptions are part of what the model is asked."""
-    return json.dumps([m.model_json_schema() for m in models], sort_keys=True, ensure_ascii=False)
-
-
-def _hash(*parts: str) -> str:
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
 
 def default_path() -> Path:
@@ -133,11 +84,17 @@ class Store:
                 (pr.repo, pr.number, pr.version, updated_at, pr.model_dump_json(), _now()),
             )
 
-    def attributes(self, repo: str) -> str | None:
-        """The repository's .gitattributes as last fetched ("" for none), if ever fetched."""
+    def attributes(self, repo: str, max_age: float | None = None) -> str | None:
+        """The repository's .gitattributes as last fetched ("" for none), if ever fetched
+        (and at most `max_age` seconds ago)."""
         with self._tx() as db:
-            row = db.execute("SELECT text FROM attributes WHERE repo = ?", (repo,)).fetchone()
-        return row[0] if row else None
+            row = db.execute(
+                "SELECT text, fetched_at FROM attributes WHERE repo = ?", (repo,)
+            ).fetchone()
+        if row is None:
+            return None
+        age = (datetime.now(UTC) - datetime.fromisoformat(row[1])).total_seconds()
+        return row[0] if max_age is None or age <= max_age else None
 
     def save_attributes(self, repo: str, text: str) -> None:
         with self._tx() as db:

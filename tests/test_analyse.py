@@ -18,13 +18,7 @@ from prhub.model import (
     PullRequest,
     Usage,
 )
-from prhub.report import (
-    AuthorCount,
-    BreakingChange,
-    HotPath,
-    Revert,
-    WeeklyFacts,
-)
+from prhub.report import AuthorCount, BreakingChange, HotPath, Revert, WeeklyFacts
 
 REPO = "verl-project/verl"
 SHANGHAI = ZoneInfo("Asia/Shanghai")

@@ -16,12 +16,7 @@ from markupsafe import escape
 
 from prhub import html, render
 from prhub.model import PRDigest
-from prhub.report import (
-    BreakingChange,
-    FailedPR,
-    Revert,
-    WeeklyReport,
-)
+from prhub.report import BreakingChange, FailedPR, Revert, WeeklyReport
 from tests.test_render import (
     INJECT,
     INJECTED,

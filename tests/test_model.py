@@ -6,12 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from prhub.model import (
-    Coverage,
-    PRDigest,
-    PullRequest,
-    Usage,
-)
+from prhub.model import Coverage, PRDigest, PullRequest, Usage
 from tests.conftest import FIXTURES
 
 

@@ -209,7 +209,9 @@ def test_github_requests_per_pr_stay_within_three(github, smart_llm, tmp_path):
     per_pr = Counter(p.split("/")[5] for p in paths if "/pulls/" in p)
     assert set(per_pr) == {str(n) for n in range(101, 107)}
     assert max(per_pr.values()) <= 3  # pull, files, reviews
-    assert len(paths) == sum(per_pr.values())  # no other request
+    # One more for the run: the repository's .gitattributes.
+    assert len(paths) == sum(per_pr.values()) + 1
+    assert paths.count("/repos/acme/rocket/contents/.gitattributes") == 1
 
 
 def test_failed_prs_are_listed_and_only_they_are_redone(github, llm, tmp_path):
@@ -413,3 +415,37 @@ def test_replies_in_real_models_shapes_cost_no_extra_call(github, llm, tmp_path)
     assert len(llm.bodies) == 3  # one request a PR: nothing was asked again
     assert all(d.meta.failed_checks == [] and d.meta.usage.calls == 1 for d in made)
     assert all(d.content.verdict in ("精读", "快速浏览", "可跳过") for d in made)
+
+
+# The repository's .gitattributes
+
+
+def test_gitattributes_are_read_once_a_run_and_the_stored_copy_serves_when_github_fails(
+    tmp_path: Path, llm: LLMStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    from contextlib import closing
+
+    from prhub.store import Store
+
+    with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN) as github:
+        config = settings(github, llm, tmp_path, repo="acme/booster")
+        made = pipeline.summarize_pr(12, config)
+        contents = [r for r in github.requests if "/contents/" in r["path"]]
+        assert len(contents) == 1  # one request a run
+        user = llm.bodies[0]["messages"][1]["content"]
+        assert "booster/_vendor/tinyjson.py" in user  # named...
+        assert '__version__ = "1.0.1"' not in user  # ...its diff not sent
+        assert made.meta.coverage.generated == ["booster/_vendor/tinyjson.py"]
+        pipeline.summarize_pr(12, config)  # within a day: the stored copy, no request
+        assert len([r for r in github.requests if "/contents/" in r["path"]]) == 1
+        with closing(Store(config.store)) as store:  # a day later...
+            store._db.execute("UPDATE attributes SET fetched_at = '2026-01-01T00:00:00+00:00'")
+        # ...GitHub fails for .gitattributes: the stored copy marks the same files, so the
+        # digest made from them is reused.
+        github.script(r"/contents/", [(503, {}, {"message": "Service Unavailable"})] * 9)
+        again = pipeline.summarize_pr(12, config.model_copy(update={"max_attempts": 1}))
+        assert len([r for r in github.requests if "/contents/" in r["path"]]) == 2
+    assert again.meta.cache_key == made.meta.cache_key and len(llm.bodies) == 1
+    assert ".gitattributes of acme/booster not read" in caplog.text
+    with closing(Store(config.store)) as store:
+        assert "linguist-vendored" in (store.attributes("acme/booster") or "")

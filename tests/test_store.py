@@ -234,6 +234,10 @@ def test_attributes_are_kept_per_repository(tmp_path: Path) -> None:
     with closing(Store(tmp_path / "prhub.db")) as again:
         assert again.attributes("acme/rocket") == ""
         assert again.attributes("acme/booster") == "*.pb.go linguist-generated\n"
+        assert again.attributes("acme/booster", max_age=60) is not None  # fetched just now
+        again._db.execute("UPDATE attributes SET fetched_at = '2026-01-01T00:00:00+00:00'")
+        assert again.attributes("acme/booster", max_age=60) is None  # too old to trust
+        assert again.attributes("acme/booster") is not None  # yet kept for when GitHub fails
 
 
 def test_prs_kept_before_discussion_was_read_are_fetched_again(

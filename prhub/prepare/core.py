@@ -9,13 +9,7 @@ from typing import Any
 from prhub import paths
 from prhub.config import Settings
 from prhub.errors import ConfigError
-from prhub.model import (
-    Coverage,
-    FileChange,
-    FileView,
-    PreparedPR,
-    PullRequest,
-)
+from prhub.model import Coverage, FileChange, FileView, PreparedPR, PullRequest
 from prhub.prepare.body import strip_template
 from prhub.prepare.compact import added_lines
 from prhub.prepare.diff import Entry, header, keyed_hunks, tier
