@@ -15,7 +15,7 @@ from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count, truncate
 from prhub.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
 
-DIGEST_LINE_TOKENS = 220  # one PR's line in the weekly prompt
+DIGEST_LINE_TOKENS = 150  # one PR's line in the weekly prompt
 Messages = list[dict[str, str]]
 # A sentence: up to and with its end marks, or the text's end.
 SENTENCE = re.compile(r"[^。！？!?；;]+(?:[。！？!?；;]+|$)|[。！？!?；;]+")

@@ -596,10 +596,8 @@ def test_less_context_keeps_the_lines_that_enclose_a_change() -> None:
         " ⋯",
         "         for micro in split(data):",
         " ⋯",
-        "             self.log(loss)",
         "-            self.clip(1.0)",
         "+            self.clip(self.config.max_norm)",
-        "             self.optimizer.step()",
     ]
     assert run(pr, 20000, compact=False).chunks[0].endswith("\n".join(lines))
 
@@ -732,3 +730,11 @@ def test_a_paragraph_of_the_authors_under_the_checklist_stays() -> None:
     assert out.body == (
         "## Checklist before submitting\n\nThe benchmark numbers are in the linked sheet."
     )
+
+
+def test_sign_off_trailers_are_not_sent() -> None:
+    from prhub.prepare.body import strip_template
+
+    body = "Fix the clip.\n\nSigned-off-by: A Person <a@example.com>\nco-authored-by: B <b@x.org>\n"
+    assert strip_template(body) == "Fix the clip."
+    assert strip_template("We signed-off-by: nobody inline") == "We signed-off-by: nobody inline"

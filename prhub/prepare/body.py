@@ -14,6 +14,8 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_END = re.compile(r"[.!?:。！？：]\s*$")
 _BLANKS = re.compile(r"\n(?:[ \t]*\n){2,}")
 _CITES = re.compile(r"(?<![\w&])#\d+\b")
+# Git trailers a squash merge appends: who signed off says nothing of the change.
+_TRAILER = re.compile(r"^(?:signed-off-by|co-authored-by):.*$\n?", re.I | re.M)
 # Headings of a template's own boxes; a list of tasks under any other heading (a to-do list,
 # a plan) is the author's and stays.
 _CHECKLIST = re.compile(r"check ?list|before (?:you )?(?:submit|start|open|merg)", re.I)
@@ -24,9 +26,9 @@ def strip_template(body: str) -> str:
 
     Guidance is a quote that opens a section; a checklist is a section headed as one, with
     task boxes: of it, only the author's own paragraphs and items citing a PR or an issue
-    stay. A section left empty loses its heading too.
+    stay. A section left empty loses its heading too, and sign-off trailers go.
     """
-    body = _COMMENT.sub("", body.replace("\r\n", "\n"))
+    body = _TRAILER.sub("", _COMMENT.sub("", body.replace("\r\n", "\n")))
     kept = []
     for heading, lines in _sections(body.split("\n")):
         lines = _without_guidance(lines)

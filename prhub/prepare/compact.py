@@ -6,8 +6,9 @@ import re
 from collections.abc import Sequence
 
 _HEADER = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)")
-# Unchanged lines kept on each side of a change; further ones only when they enclose it.
-CONTEXT = 1
+# Unchanged lines kept on each side of a change (none): only the lines that enclose it stay,
+# its function, class or config section, which say where a change is at the least cost.
+CONTEXT = 0
 GAP = " ⋯"  # stands for unchanged lines left out
 NO_NEWLINE = "\\ No newline at end of file"
 # Removed lines that all come back among the PR's added lines (moved, re-indented) are one

@@ -24,7 +24,7 @@ from prhub.prepare.tokens import count, truncate
 # The shape of prepared text: raise it when prompts change for the same PR and settings.
 FORMAT = 2
 TITLE_BUDGET = 120  # tokens
-BODY_BUDGET = 1500  # tokens, at most: an eighth of a small input budget
+BODY_BUDGET = 1000  # tokens, at most: an eighth of a small input budget
 
 
 def body_budget(settings: Settings) -> int:
