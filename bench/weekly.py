@@ -7,7 +7,7 @@ Each run gets fresh stand-ins: the LLM stand-in reports cached prompt tokens as 
 prefix cache would, and starts cold, so one run's prompts do not warm the next. Usage:
 
     python bench/weekly.py [CORPUS_DIR] [--week 31] [--year 2026] [--latency 1.0]
-                           [--jobs-list 1,4,8]
+                           [--jobs-list 1,4,8] [--known-mode]
 
 Figures, not verdicts: the script prints what it measured next to the project's targets
 and always exits 0 once the runs are done.
@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from prhub import pipeline  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.model import Usage  # noqa: E402
+from prhub.store import Store  # noqa: E402
 from tests.standins.github import pr_of  # noqa: E402
 
 REPO = "verl-project/verl"
@@ -121,6 +123,9 @@ def measure(label: str, jobs: int, store: Path, args: argparse.Namespace, tmp: P
             jobs=jobs,
             store=store,
         )
+        if args.known_mode:  # as a later run finds it: the first LLM call need not go alone
+            with closing(Store(store)) as kept:
+                kept.save_endpoint_mode(settings.endpoint, settings.model, settings.response_mode)
         started = time.perf_counter()
         with pipeline.Run(settings, "weekly") as run:
             report = run.weekly(pipeline.window(settings, year=args.year, week=args.week))
@@ -255,6 +260,12 @@ def parse() -> argparse.Namespace:
         default=[1, 4, 8],
         help="--jobs values to run, the first is the baseline (default 1,4,8)",
     )
+    parser.add_argument(
+        "--known-mode",
+        action="store_true",
+        help="give each empty store the endpoint's response mode, as a second run has it "
+        "(a first run probes the mode with one call before the others)",
+    )
     return parser.parse_args()
 
 
@@ -277,6 +288,7 @@ def main() -> None:
     print(
         f"week {args.year}-W{args.week:02d} ({Settings().tz}): {first.prs} PRs, "
         f"{first.failed} failed; LLM stand-in {args.latency:g} s per call, prefix cache on; "
+        f"response mode {'known' if args.known_mode else 'probed'}; "
         f"{sum(r.faults for r in results)} faults injected"
     )
     print()
