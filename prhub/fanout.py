@@ -62,9 +62,10 @@ def staged(
     tick: Callable[[str, int, int], None] = lambda *_: None,
     stop: Callable[[], None] = lambda: None,
     size: Callable[[P], int] = lambda _: 0,
+    fetch_jobs: int | None = None,
 ) -> tuple[dict[int, P], dict[int, T], list[FailedPR]]:
-    """Fetches every input on `jobs` threads and works on each fetched one as soon as it
-    arrives, on `jobs` threads more, the biggest first among those waiting.
+    """Fetches every input on `fetch_jobs` threads (default `jobs`) and works on each fetched
+    one as soon as it arrives, on `jobs` threads more, the biggest first among those waiting.
 
     Returns what was fetched, the results of the work, and the PRs that failed on their own
     (at either stage); raises what stops the run, after calling `stop`. `tick` gets the stage
@@ -76,7 +77,8 @@ def staged(
     lost = {"fetch": 0, "work": 0}  # PRs failed at each stage
     down = {"fetch": 0, "work": 0}  # of those, PRs lost to a service that kept failing
     waiting: list[tuple[int, int]] = []  # (-size, number): a heap, biggest first
-    fetchers, workers = ThreadPoolExecutor(max_workers=jobs), ThreadPoolExecutor(max_workers=jobs)
+    fetchers = ThreadPoolExecutor(max_workers=fetch_jobs or jobs)
+    workers = ThreadPoolExecutor(max_workers=jobs)
     pending: dict[Future[Any], tuple[str, int]] = {
         fetchers.submit(fetch, n, value): ("fetch", n) for n, value in inputs.items()
     }

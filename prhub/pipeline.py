@@ -32,10 +32,11 @@ from prhub.output import publish_labels as publish_labels
 from prhub.output import publish_weekly as publish_weekly
 from prhub.output import write as write
 from prhub.paths import with_attributes
+from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
 from prhub.prompt import listing as listing
 from prhub.report import DryRun, FailedPR, PlannedPR, WeeklyFacts, WeeklyMeta, WeeklyReport
-from prhub.source import GitHubSource, same_time, version
+from prhub.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
 from prhub.store import Store, holder_id
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
@@ -95,6 +96,7 @@ class Run:
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
+        tokens.warm(self.settings.encoding)
         source, llm, store = self._clients
         with ExitStack() as opening:
             if store is None:
@@ -112,9 +114,8 @@ class Run:
 
     def _mode(self, store: Store) -> str | None:
         """The response mode learned for this endpoint and model, unless JSON mode was chosen."""
-        if self.settings.response_mode != "json_schema":
-            return None
-        return store.endpoint_mode(self.settings.endpoint, self.settings.model)
+        learned = self.settings.response_mode == "json_schema"
+        return store.endpoint_mode(self.settings.endpoint, self.settings.model) if learned else None
 
     def __exit__(
         self,
@@ -282,8 +283,8 @@ class Run:
         settings = self.settings
         repo = settings.require_repo()
         hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
-        # A PR is digested as soon as it is fetched, the biggest first among those waiting:
-        # the LLM does not wait for the last fetch, nor a big PR's calls for the small ones.
+        # Each PR digested once fetched, the biggest first among those waiting: the LLM does
+        # not wait for the last fetch, nor a big PR's calls for the small ones.
         fetched, made, failed = staged(
             dict(sorted(hits.items())),
             lambda n, hit: self.load_pr(n, hit.get("updated_at")),
@@ -292,6 +293,7 @@ class Run:
             lambda stage, done, total: self.progress(_STAGES[stage], done, total),
             self._retries.stop,
             size=lambda pr: pr.additions + pr.deletions,
+            fetch_jobs=min(settings.jobs, GITHUB_IN_FLIGHT),  # more threads would only wait
         )
         digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}
         cached = sum(hit for _, hit in made.values())
@@ -356,12 +358,9 @@ class Run:
             [fetched[n] for n in sorted(fetched)],  # a PR whose digest failed still counts
             digests,
             repo=self.settings.require_repo(),
-            start=w.start,
-            end=w.end,
             tz=self.settings.tz,
-            year=w.year,
-            week=w.week,
             aliases=self.settings.tags,
+            **w._asdict(),  # start, end, year, week
         )
 
 

@@ -8,6 +8,7 @@ import logging
 import os
 import tempfile
 import threading
+from contextlib import suppress
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -28,6 +29,17 @@ def cache_dir() -> Path:
     """Where prhub keeps tiktoken's BPE files: the user's cache, or PRHUB_CACHE_DIR."""
     root = os.environ.get("PRHUB_CACHE_DIR") or platformdirs.user_cache_dir("prhub")
     return Path(root) / "tiktoken"
+
+
+def warm(name: str) -> None:
+    """Loads the encoding on a thread of its own, so a run's first count does not wait for it
+    (half a second); a failure is left for that first count to report."""
+
+    def load() -> None:
+        with suppress(Exception):
+            get_encoding(name)
+
+    threading.Thread(target=load, daemon=True).start()
 
 
 @cache
