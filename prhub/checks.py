@@ -20,6 +20,8 @@ _CODEISH = re.compile(
 )
 _PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)*\w+(\([^)]*\))?!?:")
 _REVERT_WORDS = ("回滚", "撤销", "还原", "撤回", "回退", "revert")
+# How the prompt shows a discussion entry: "[评审 APPROVED] @who（MEMBER）：text".
+_ENTRY = re.compile(r"^\s*\[?(?:评审|行内评论|讨论)[^\]\n]*\]\s*@|@\S+（[A-Z_]+(?:，bot)?）：")
 
 # Each check's name, as recorded in a digest, and what the model is told when it fails.
 MESSAGES = {
@@ -31,6 +33,7 @@ MESSAGES = {
     "not_chinese": "导读正文必须用中文书写（标识符可以保留英文）。",
     "revert_misread": "这个 PR 是回滚：标题和建议必须说明它撤销了什么，不能写成新增该功能。",
     "docs_overrated": f"这个 PR 只改了文档，重要性不应高于 {DOCS_IMPORTANCE_MAX:.0f}。",
+    "discussion_copied": "评审讨论要点不能照抄评论原文，要用中文概括谁提出了什么、结果如何。",
 }
 
 
@@ -44,6 +47,7 @@ LABELS = {
     "not_chinese": "正文不是中文",
     "revert_misread": "未说明是回滚",
     "docs_overrated": "文档改动评分偏高",
+    "discussion_copied": "照抄评审原文",
 }
 
 
@@ -79,7 +83,14 @@ def failures(content: DigestContent, pr: PullRequest, facts: Facts) -> list[str]
         failed.append("revert_misread")
     if facts.docs_only and content.importance > DOCS_IMPORTANCE_MAX:
         failed.append("docs_overrated")
+    if any(copied_entry(note) or not chinese(note) for note in content.discussion):
+        failed.append("discussion_copied")
     return failed
+
+
+def copied_entry(note: str) -> bool:
+    """Whether a discussion note is a line of the prompt's discussion copied back."""
+    return bool(_ENTRY.search(note))
 
 
 def correction(failed: list[str]) -> str:

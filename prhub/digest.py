@@ -164,13 +164,17 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
         note_budget = budgets(pr, settings)[2]
         notes = [trim_notes(note, note_budget, settings) for note, _ in results]
-        talk = discussion(pr.discussion, settings)
-        messages = _final_messages(prepared, notes, settings, llm.mode, talk)
+        messages = _final_messages(
+            prepared, notes, settings, llm.mode, discussion(pr.discussion, settings)
+        )
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
     content, dropped, failed, spent, title_prompt = checked_reply(messages, pr, settings, llm)
-    if not discussion(pr.discussion, settings).text:  # notes on a discussion the model never saw
-        content = content.model_copy(update={"discussion": []})
+    talk = discussion(pr.discussion, settings)
+    # Notes on a discussion the model never saw, or the discussion's own lines copied, are not
+    # notes: they go.
+    kept = [n for n in content.discussion if talk.text and not checks.copied_entry(n)]
+    content = content.model_copy(update={"discussion": kept})
     if title_prompt:
         prompt_id += f"+{title_prompt}"  # the published title came from the title prompt
     content, leaked = scrub_reply(content)
@@ -196,7 +200,11 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             model=settings.model,
             usage=usage,
             coverage=prepared.coverage.model_copy(
-                update={"unlisted": max(0, pr.changed_files - len(pr.files))}
+                update={
+                    "unlisted": max(0, pr.changed_files - len(pr.files)),
+                    "comments": talk.total,
+                    "comments_shown": talk.shown,
+                }
             ),
             redactions=dict(
                 Counter(pr.redactions) + Counter(prepared.redactions) + Counter(leaked)

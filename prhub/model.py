@@ -110,6 +110,8 @@ class Coverage(BaseModel):
     lines_total: int = 0  # hand-written changed lines: generated files' lines not counted
     lines_generated: int = 0
     unlisted: int = 0  # files GitHub counted but did not list (it lists at most 3,000)
+    comments: int = 0  # review discussion entries with text
+    comments_shown: int = 0  # of those, how many the budget let the model see
 
     @property
     def share_seen(self) -> float:

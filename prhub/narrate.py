@@ -21,6 +21,11 @@ Messages = list[dict[str, str]]
 SENTENCE = re.compile(r"[^。！？!?；;]+(?:[。！？!?；;]+|$)|[。！？!?；;]+")
 # Words that crown one author: wrong when several tie for the most PRs.
 CROWNS = ("最多产", "最高产", "产出最多")
+# digest_line's shape, as a model may copy it back; the escaped brackets are render's.
+COPIED_LINE = re.compile(
+    r"#(?P<number>\d+)\s*\\?\[[^\]]*\]\s*(?P<title>[^|\n]+?)\s*\|\s*(?:精读|快速浏览|可跳过)，"
+    r"重要性\s*[\d.]+：(?P<reason>[^|\n]*)(?:\s*\|\s*风险：[^\n]*)?"
+)
 
 
 def digest_line(d: PRDigest, settings: Settings) -> str:
@@ -135,11 +140,22 @@ def assemble(n: WeeklyNarrative, facts: WeeklyFacts) -> WeeklyNarrative:
     A tie for the most PRs crowns no author; the summary leaves the figures printed before it to
     them; each paragraph appears once, where the report shows it first; the lead is never empty.
     """
+    n = _edit(n, plain)
     if len(top_authors(facts)) > 1:
         n = _edit(n, lambda text: _without(text, lambda s: any(c in s for c in CROWNS)))
     n = n.model_copy(update={"summary": _without(n.summary, lambda s: restates(s, facts))})
     n = _once(n)
     return n if n.lead else n.model_copy(update={"lead": lead(facts)})
+
+
+def plain(text: str) -> str:
+    """A PR's line of the prompt (`#N [tags] title | verdict，重要性 x：reason | 风险：…`),
+    which small models copy into highlights, as sentences: `#N title。reason`."""
+
+    def sentence(m: re.Match[str]) -> str:
+        return f"#{m['number']} {m['title'].strip().rstrip('。')}。{m['reason'].strip()}"
+
+    return COPIED_LINE.sub(sentence, text)
 
 
 def restates(sentence: str, facts: WeeklyFacts) -> bool:

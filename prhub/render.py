@@ -112,7 +112,9 @@ def digest_footer(d: PRDigest) -> str:
     seen = (
         f"模型看到：全文 {len(cov.full)}、节选 {len(cov.excerpt)}、仅列名 {len(cov.listed)}、"
         f"排除 {len(cov.excluded)} 个文件（变更行 {cov.share_seen:.0%}）"
+        + (f"，其中生成或第三方文件 {len(cov.generated)} 个" if cov.generated else "")
         + (f"，GitHub 未列出 {cov.unlisted} 个" if cov.unlisted else "")
+        + (f"；评审讨论 {cov.comments_shown}/{cov.comments} 条" if cov.comments else "")
     )
     parts = [
         meta.prompt,
@@ -166,6 +168,7 @@ def digest_markdown(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     for heading, items, numbered in (
         ("值得关注的设计决策", c.design_decisions, True),
         ("风险", c.risks, False),
+        ("评审讨论", c.discussion, False),
         ("后续跟进", c.follow_ups, False),
     ):
         if items:

@@ -111,3 +111,15 @@ def test_a_docs_only_pr_rated_high_fails() -> None:
 def test_the_correction_lists_each_problem_in_chinese() -> None:
     text = checks.correction(["title_not_chinese", "advice_uncited"])
     assert text.count("\n- ") == 2 and "标题必须用中文" in text and "JSON" in text
+
+
+def test_a_discussion_line_copied_back_is_not_a_note() -> None:
+    from prhub.checks import copied_entry
+
+    assert copied_entry("[讨论] @lin-yue（CONTRIBUTOR）：Yes: an old checkpoint loads.")
+    assert copied_entry("行内评论 booster/x.py:14] @hana（MEMBER）：A module constant")
+    assert copied_entry("评审意见 @bot（NONE，bot）：LGTM")
+    assert not copied_entry(
+        "@hana 建议把 `SAVE_EVERY` 移到 `TrainerConfig`，未采纳，可作为待办跟进"
+    )
+    assert not copied_entry("评审中 @hana 批准了合并")

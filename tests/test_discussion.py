@@ -112,3 +112,38 @@ def test_a_pr_without_discussion_gets_no_discussion_notes(llm: LLMStandIn) -> No
     assert "Please add a test." in llm.bodies[-1]["messages"][1]["content"]
     assert quiet.content.discussion == []
     assert lively.content.discussion  # the stand-in writes what the schema asks
+
+
+def test_notes_that_copy_the_discussion_back_are_corrected_then_dropped(llm: LLMStandIn) -> None:
+    import json
+
+    from prhub import render
+    from tests.standins.llm import default_responder
+
+    def copier(body: dict[str, Any]) -> str:
+        reply = json.loads(default_responder(body))
+        if "discussion" in reply:  # as a 1.5B model did: the prompt's lines, back as notes
+            reply["discussion"] = [
+                "[讨论] @lead（MEMBER）：Please add a test.",
+                "@lead 要求补一个单元测试，作者承诺在后续 PR 处理。",
+            ]
+        return json.dumps(reply, ensure_ascii=False)
+
+    llm.responder = copier
+    settings = Settings(openai_base_url=llm.url, openai_api_key=OPENAI_KEY, max_attempts=1)
+    pr = make_pr([change("pkg/a.py")]).model_copy(
+        update={
+            "discussion": [
+                comment("Please add a test.", "MEMBER").model_copy(update={"author": "lead"})
+            ]
+        }
+    )
+    with closing(LLM(settings)) as client:
+        made = digest_pr(pr, settings, client)
+    assert len(llm.bodies) == 2  # one corrective call
+    assert "评审讨论要点不能照抄评论原文" in llm.bodies[1]["messages"][-1]["content"]
+    assert made.content.discussion == ["@lead 要求补一个单元测试，作者承诺在后续 PR 处理。"]
+    shown = render.digest_markdown(made)
+    assert "**评审讨论**\n\n- @lead 要求补一个单元测试" in shown
+    assert "评审讨论 1/1 条" in shown
+    assert (made.meta.coverage.comments, made.meta.coverage.comments_shown) == (1, 1)

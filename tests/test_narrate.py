@@ -311,3 +311,17 @@ def test_v3_data_uses_the_words_its_instructions_use():
     figures_line = next(ln for ln in user.splitlines() if ln.startswith("统计行"))
     assert figures_line.endswith(figures(r.facts))
     assert "紧跟在统计行后面" in system and "不要重复统计行里的任何数字" in system
+
+
+def test_a_prs_prompt_line_copied_into_the_narrative_reads_as_sentences() -> None:
+    from prhub.narrate import plain
+
+    copied = (
+        "#102 [algo, trainer] 增加 GRPO 组相对优势估计器 | 精读，重要性 9.0：主路径上的新算法。"
+        " | 风险：默认值变化"
+    )
+    assert plain(copied) == "#102 增加 GRPO 组相对优势估计器。主路径上的新算法。"
+    escaped = "#106 \\[trainer] 重命名配置项 | 快速浏览，重要性 4.0：局部改名。"
+    assert plain(escaped) == "#106 重命名配置项。局部改名。"
+    written = "#101 修复温度为零的问题，与 #102 相关。"
+    assert plain(written) == written
