@@ -14,6 +14,9 @@ M = TypeVar("M", bound=BaseModel)
 PLACEHOLDERS = frozenset(
     {"", "-", "--", "—", "/", "none", "null", "nil", "n/a", "na", "无", "暂无", "没有", "无。"}
 )
+_NOTHING = re.compile(
+    r"(?:无|暂无|没有)(?:明显|需要|其他|特别)?的?(?:后续(?:动作|跟进)?|风险|设计决策|讨论|跟进)"
+)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OUT_OF_TEN = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*/\s*10\s*")
@@ -149,7 +152,11 @@ def _strings(value: Any) -> set[str]:
 
 
 def _placeholder(value: Any) -> bool:
-    return isinstance(value, str) and value.strip().rstrip("。.").lower() in PLACEHOLDERS
+    """ "None" as models write an empty item: 无, N/A, and short ones such as 无后续动作 or 暂无风险."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip().rstrip("。.").lower()
+    return text in PLACEHOLDERS or bool(_NOTHING.fullmatch(text))
 
 
 def listed(value: Any) -> Any:

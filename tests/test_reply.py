@@ -109,6 +109,9 @@ def test_what_cannot_be_read_is_named(reply: str, problem: str) -> None:
         ("risks", ["无", "None", "N/A", "暂无", "-", "", " 真风险 "], ["真风险"]),
         ("risks", None, []),
         ("risks", "只有一条风险", ["只有一条风险"]),
+        # as a 1.5B model wrote them: an item saying there is none
+        ("follow_ups", ["无后续动作", "暂无明显风险", "没有需要的跟进。"], []),
+        ("follow_ups", ["无后续动作会破坏兼容，补测试即可"], ["无后续动作会破坏兼容，补测试即可"]),
     ],
 )
 def test_slips_are_coerced(field: str, given: object, read_as: object) -> None:
