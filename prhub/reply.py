@@ -152,7 +152,7 @@ def _strings(value: Any) -> set[str]:
 
 
 def _placeholder(value: Any) -> bool:
-    """ "None" as models write an empty item: 无, N/A, and short ones such as 无后续动作 or 暂无风险."""
+    """An empty item as models write it: 无, N/A, or a short one such as 无后续动作, 暂无风险."""
     if not isinstance(value, str):
         return False
     text = value.strip().rstrip("。.").lower()
