@@ -21,7 +21,10 @@ _CODEISH = re.compile(
 _PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)*\w+(\([^)]*\))?!?:")
 _REVERT_WORDS = ("回滚", "撤销", "还原", "撤回", "回退", "revert")
 # How the prompt shows a discussion entry: "[评审 APPROVED] @who（MEMBER）：text".
-_ENTRY = re.compile(r"^\s*\[?(?:评审|行内评论|讨论)[^\]\n]*\]\s*@|@\S+（[A-Z_]+(?:，bot)?）：")
+_ENTRY = re.compile(r"^\s*\[?(?:评审|行内评论|讨论)[^\]\n]*\]\s*@")
+_LABELLED = re.compile(r"@\S+（[A-Z_]+(?:，bot)?）：")
+_HANDLE = re.compile(r"@[\w.\[\]-]+")
+_STATES = re.compile(r"\b(?:APPROVED|CHANGES_REQUESTED|COMMENTED|DISMISSED|[A-Z_]{4,})\b")
 
 # Each check's name, as recorded in a digest, and what the model is told when it fails.
 MESSAGES = {
@@ -83,14 +86,25 @@ def failures(content: DigestContent, pr: PullRequest, facts: Facts) -> list[str]
         failed.append("revert_misread")
     if facts.docs_only and content.importance > DOCS_IMPORTANCE_MAX:
         failed.append("docs_overrated")
-    if any(copied_entry(note) or not chinese(note) for note in content.discussion):
+    if any(note_fails(note) for note in content.discussion):
         failed.append("discussion_copied")
     return failed
 
 
+def note_fails(note: str) -> bool:
+    """A discussion note that copies the discussion back, or is not Chinese once the handles
+    and review states it names are set aside."""
+    said = _STATES.sub(" ", _HANDLE.sub(" ", note))
+    return copied_entry(note) or not chinese(said, least=2)
+
+
 def copied_entry(note: str) -> bool:
-    """Whether a discussion note is a line of the prompt's discussion copied back."""
-    return bool(_ENTRY.search(note))
+    """Whether a discussion note is a line of the prompt's discussion copied back: its
+    `[kind] @who（ASSOCIATION）：` prefix, or that label followed by the comment's own English."""
+    if _ENTRY.search(note):
+        return True
+    labelled = _LABELLED.search(note)
+    return labelled is not None and not chinese(note[labelled.end() :], least=2)
 
 
 def correction(failed: list[str]) -> str:

@@ -175,6 +175,8 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
     # notes: they go.
     kept = [n for n in content.discussion if talk.text and not checks.copied_entry(n)]
     content = content.model_copy(update={"discussion": kept})
+    if "discussion_copied" in failed and not any(map(checks.note_fails, kept)):
+        failed = [name for name in failed if name != "discussion_copied"]  # the copies went
     if title_prompt:
         prompt_id += f"+{title_prompt}"  # the published title came from the title prompt
     content, leaked = scrub_reply(content)

@@ -62,8 +62,22 @@ def known_numbers(pr: PullRequest) -> set[int]:
     return {*pr.referenced_issues, *references(pr_source(pr)), pr.number}
 
 
-def _path_like(cited: str) -> bool:
-    return "/" in cited or bool(FILE.fullmatch(cited.strip()))
+def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
+    """Whether a cited path is one the body or discussion names and the PR did not change:
+    not a changed file (nor its name's tail at a folder boundary), nor in the diff's text."""
+    said = "\n".join([pr.body, *(c.body for c in pr.discussion)])
+    mentioned = {
+        *PATH.findall(said),
+        *(span.strip() for span in SPAN.findall(said) if FILE.fullmatch(span.strip())),
+        *(c.path for c in pr.discussion if c.path),
+    }
+    paths = {p for f in pr.files for p in (f.path, f.previous_path) if p}
+    patches = "\n".join(f.patch or "" for f in pr.files)
+
+    def changed(cited: str) -> bool:
+        return cited in patches or any(p == cited or p.endswith("/" + cited) for p in paths)
+
+    return lambda cited: cited in mentioned and not changed(cited)
 
 
 def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int]:
@@ -75,7 +89,7 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
     goes; in running text the span loses its code marks. Returns the digest and how many
     citations were dropped.
     """
-    source, changed, numbers = pr_source(pr), changed_source(pr), known_numbers(pr)
+    source, numbers, mentioned = pr_source(pr), known_numbers(pr), only_mentioned(pr)
     tally = _Tally()
 
     def cited(text: str) -> list[str]:
@@ -87,16 +101,16 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
         ]
 
     def unchanged(text: str) -> list[str]:
-        """Paths cited as if changed that the diff does not hold, and anything unknown."""
-        return unknown(text) + [c for c in cited(text) if _path_like(c) and c not in changed]
+        """Paths cited as if changed that only the body or discussion names, and anything
+        unknown; an item that says the path was mentioned may name it."""
+        shown_changed = [] if MENTIONED.search(text) else [c for c in cited(text) if mentioned(c)]
+        return unknown(text) + shown_changed
 
     def as_changed(text: str) -> str:
         """Running text without the sentences that show a merely mentioned path as changed."""
         kept = []
         for sentence in SENTENCE.findall(text):
-            if MENTIONED.search(sentence) or not [
-                c for c in cited(sentence) if _path_like(c) and c in source and c not in changed
-            ]:
+            if MENTIONED.search(sentence) or not any(map(mentioned, cited(sentence))):
                 kept.append(sentence)
             else:
                 tally.dropped += 1

@@ -24,6 +24,11 @@ def digest_key(pr: PullRequest, settings: Settings) -> str:
         str(pr.number),
         pr.version,
         input_key(pr),
+        # What the prompt shows beside the diff, which may change after the merge.
+        pr.title,
+        pr.body,
+        json.dumps(pr.labels, ensure_ascii=False),
+        json.dumps([r.model_dump() for r in pr.reviews], ensure_ascii=False),
         json.dumps([c.model_dump(mode="json") for c in pr.discussion], ensure_ascii=False),
         *(f"{p.id}:{p.fingerprint}" for p in prompts),
         _schema(DigestContent, ChunkNotes, ChineseTitle),
@@ -38,7 +43,7 @@ def narrative_key(facts: WeeklyFacts, digests: Sequence[PRDigest], settings: Set
     p = load_prompt("weekly", prompt_dir=settings.prompt_dir)
     return _hash(
         facts.model_dump_json(),
-        *(d.meta.cache_key for d in digests),
+        *(d.content.model_dump_json() for d in digests),  # a digest made again may differ
         f"{p.id}:{p.fingerprint}",
         _schema(WeeklyNarrative),
         settings.model,

@@ -253,6 +253,7 @@ class LLM:
 
         def send() -> Any:
             with self._slots:
+                retry.check(self.counter)  # the run may have stopped while this one waited
                 return self._create(messages, response_format)
 
         try:

@@ -6,7 +6,6 @@ import logging
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
-from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -35,7 +34,15 @@ from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
 from prhub.prompt import listing as listing
-from prhub.report import DryRun, FailedPR, PlannedPR, WeeklyFacts, WeeklyMeta, WeeklyReport
+from prhub.report import (
+    DryRun,
+    FailedPR,
+    PlannedPR,
+    RunStats,
+    WeeklyFacts,
+    WeeklyMeta,
+    WeeklyReport,
+)
 from prhub.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
 from prhub.store import Store, holder_id
 
@@ -44,19 +51,6 @@ log = logging.getLogger("prhub")
 LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
 ATTRIBUTES_AGE = 86_400.0  # seconds a stored .gitattributes is used without asking GitHub
 _STAGES = {"fetch": "fetch", "work": "summarize"}  # progress stages of a week's run
-
-
-@dataclass
-class RunStats:
-    """What a run did, for its closing summary and its record in the store."""
-
-    prs: int = 0
-    cached: int = 0
-    failed: int = 0
-    usage: Usage = field(default_factory=Usage)
-    retries: int = 0
-    errors: list[FailedPR] = field(default_factory=list)
-    unchecked: int = 0  # digests published although they still fail a content check
 
 
 def window(settings: Settings, **when: Any) -> Window:
@@ -218,7 +212,8 @@ class Run:
 
     def attributes(self) -> str:
         """The repository's .gitattributes: stored within a day, else read (once a run), else
-        the stored copy however old when GitHub fails."""
+        the stored copy however old when GitHub fails (a failure with none stored fails the PR:
+        digests keyed without the marks would be made again once GitHub answers)."""
         repo = self.settings.require_repo()
         with self._attributes_lock:
             if self._attributes is None and not self.settings.refresh:
@@ -228,7 +223,10 @@ class Run:
                     self._attributes = self.source.attributes(repo)
                     self.store.save_attributes(repo, self._attributes)
                 except (GitHubUnavailable, GitHubAuthError) as exc:
-                    self._attributes = self.store.attributes(repo) or ""
+                    kept = self.store.attributes(repo)
+                    if kept is None and isinstance(exc, GitHubUnavailable):
+                        raise  # a token without Contents access (403) reads as none, for good
+                    self._attributes = kept or ""
                     log.warning("prhub: .gitattributes of %s not read (%s)", repo, exc)
             return self._attributes
 

@@ -32,7 +32,7 @@ from prhub.model import Usage
 from prhub.report import DryRun
 
 if TYPE_CHECKING:
-    from prhub.pipeline import RunStats
+    from prhub.report import RunStats
 
 STAGES = {"fetch": "fetching PRs", "summarize": "summarising"}
 

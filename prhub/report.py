@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated
 
@@ -255,3 +256,16 @@ def key_rows(r: WeeklyReport) -> list[KeyRow]:
             )
         )
     return sorted(rows, key=lambda row: (-(row.importance or 0.0), row.numbers[0]))
+
+
+@dataclass
+class RunStats:
+    """What a run did, for its closing summary and its record in the store."""
+
+    prs: int = 0
+    cached: int = 0
+    failed: int = 0
+    usage: Usage = field(default_factory=Usage)
+    retries: int = 0
+    errors: list[FailedPR] = field(default_factory=list)
+    unchecked: int = 0  # digests published although they still fail a content check

@@ -72,6 +72,12 @@ def pause(seconds: float, counter: RetryCounter | None = None) -> None:
     raise Halted()
 
 
+def check(counter: RetryCounter | None = None) -> None:
+    """Raises Halted once the process halted or the run stopped: no request may start then."""
+    if _stopped(counter):
+        raise Halted()
+
+
 def _stopped(counter: RetryCounter | None) -> bool:
     return _halt.is_set() or (counter is not None and counter.stopped.is_set())
 

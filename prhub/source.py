@@ -35,7 +35,7 @@ SMALLEST_WINDOW = timedelta(minutes=2)
 GITHUB_IN_FLIGHT = 4
 
 
-def connect(settings: Settings) -> Github:
+def connect(settings: Settings, counter: retry.RetryCounter | None = None) -> Github:
     """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries."""
     if not (origin(settings.github_url) or "").startswith(("http://", "https://")):
         raise ConfigError(  # PyGithub crashes on these
@@ -54,7 +54,7 @@ def connect(settings: Settings) -> Github:
         seconds_between_writes=None,
         user_agent="prhub",
     )
-    guard(client, GITHUB_IN_FLIGHT)
+    guard(client, GITHUB_IN_FLIGHT, counter)
     return client
 
 
@@ -68,7 +68,7 @@ class GitHubSource:
         counter: retry.RetryCounter | None = None,
     ) -> None:
         self.settings = settings
-        self.client = client or connect(settings)
+        self.client = client or connect(settings, counter)
         self.counter = counter
 
     def close(self) -> None:

@@ -169,9 +169,12 @@ def origin(url: str) -> str | None:
     return f"{parts.scheme}://{host}:{port}"
 
 
-def guard(client: Github, in_flight: int | None = None) -> None:
+def guard(
+    client: Github, in_flight: int | None = None, counter: retry.RetryCounter | None = None
+) -> None:
     """Makes every answer to `client` pass `checked` before PyGithub reads it, and, given
-    `in_flight`, keeps at most that many of its requests open at once, whatever the threads."""
+    `in_flight`, keeps at most that many of its requests open at once, whatever the threads;
+    a request that waited for its slot is not sent once the run (`counter`) stopped."""
     # PyGithub builds its requests sessions inside its connection classes and offers no hook;
     # it looks the classes up on the requester, so replacing them there changes this client
     # only (its injectConnectionClasses would change every client in the process).
@@ -179,7 +182,10 @@ def guard(client: Github, in_flight: int | None = None) -> None:
     if "_Requester__connectionClass" not in state:
         raise RuntimeError("this PyGithub version hides its connection classes: cannot guard")
     # Classes of this client alone: the bound is shared by its connections, not by all clients.
-    slots = {"slots": threading.BoundedSemaphore(in_flight) if in_flight else None}
+    slots = {
+        "slots": threading.BoundedSemaphore(in_flight) if in_flight else None,
+        "counter": counter,
+    }
     http = type("GuardedHTTP", (_HTTP,), slots)
     https = type("GuardedHTTPS", (_HTTPS,), slots)
     secure = urlsplit(client.requester.base_url).scheme == "https"
@@ -192,6 +198,7 @@ class _Guarded:
     """What both connection classes add: checked answers, a bound, requests kept per thread."""
 
     slots: threading.BoundedSemaphore | None = None
+    counter: retry.RetryCounter | None = None  # the run whose stop a waiting request heeds
     session: requests.Session
     protocol: str
     host: str
@@ -216,8 +223,7 @@ class _Guarded:
         verb, url, data, headers = self._asked.request
         send = getattr(self.session, verb.lower())
         with self.slots or contextlib.nullcontext():
-            if retry.halted():  # stopped while waiting for its slot: never sent
-                raise retry.Halted()
+            retry.check(self.counter)  # stopped while waiting for its slot: never sent
             answer = send(
                 f"{self.protocol}://{self.host}:{self.port}{url}",
                 headers=headers,

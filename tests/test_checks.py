@@ -123,3 +123,12 @@ def test_a_discussion_line_copied_back_is_not_a_note() -> None:
         "@hana 建议把 `SAVE_EVERY` 移到 `TrainerConfig`，未采纳，可作为待办跟进"
     )
     assert not copied_entry("评审中 @hana 批准了合并")
+
+
+def test_chinese_discussion_notes_in_the_prompts_own_shape_pass() -> None:
+    from prhub.checks import copied_entry, note_fails
+
+    assert not note_fails("@alice（MEMBER）：建议把超时改为可配置，作者未采纳。")
+    assert not note_fails("@wuxibin89 批准（APPROVED）")  # short, but what the prompt asks for
+    assert copied_entry("@hana（MEMBER）：A module constant here hides the interval")
+    assert note_fails("Copilot suggested a test for odd lengths.")

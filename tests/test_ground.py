@@ -189,3 +189,28 @@ def test_an_obedient_model_told_by_an_outsider_cannot_show_a_mentioned_path_as_c
     shown = render.digest_markdown(made)
     assert "scripts/run.sh" not in shown
     assert made.meta.dropped_citations >= 3
+
+
+def test_provenance_judges_paths_only_not_names_that_look_like_them():
+    from prhub.ground import ground_digest
+
+    pr = make_pr(
+        [change("tests/test_utils.py"), change("pkg/a.py")],
+        body="Benchmarked on `Qwen/Qwen2.5-7B-Instruct`. Also see `utils.py` and docs/guide.md.",
+    )
+    files = list(pr.files)
+    files[1] = files[1].model_copy(update={"patch": files[1].patch + "\n+self.cfg.update(x)"})
+    pr = pr.model_copy(update={"files": files})
+    c, dropped = ground_digest(
+        content(
+            advice="作者在 `Qwen/Qwen2.5-7B-Instruct` 上验证了吞吐提升。改动了 `utils.py`。",
+            risks=[
+                "`self.cfg` 被原地修改，调用方可能受影响",
+                "描述中提到 `docs/guide.md` 需要同步更新，但本 PR 未修改",
+            ],
+        ),
+        pr,
+    )
+    assert c.advice == "作者在 `Qwen/Qwen2.5-7B-Instruct` 上验证了吞吐提升。"  # a model name
+    assert len(c.risks) == 2  # an attribute, and a path said to be mentioned
+    assert dropped == 1  # `utils.py` is not tests/test_utils.py

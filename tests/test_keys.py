@@ -6,7 +6,7 @@ from pathlib import Path
 
 from prhub.config import Settings
 from prhub.keys import digest_key
-from prhub.model import Comment
+from prhub.model import Comment, Review
 from tests.test_prepare import change, make_pr
 
 
@@ -25,8 +25,13 @@ def test_a_digest_key_names_what_the_model_is_shown() -> None:
         talked,  # a comment written after the digest was made
         marked,  # .gitattributes now marks a file
         base.model_copy(update={"merge_commit_sha": "other"}),
+        # the description, title, labels or reviews edited after the merge
+        base.model_copy(update={"body": "Now with a description."}),
+        base.model_copy(update={"title": "feat: a better title"}),
+        base.model_copy(update={"labels": ["rollout"]}),
+        base.model_copy(update={"reviews": [Review(author="lead", state="APPROVED")]}),
     ]
-    assert len({key, *(digest_key(pr, settings) for pr in others)}) == 4
+    assert len({key, *(digest_key(pr, settings) for pr in others)}) == 8
     assert digest_key(base, Settings(model="other")) != key
     assert digest_key(base, Settings(input_budget=8000)) != key
 
@@ -38,3 +43,21 @@ def test_a_users_prompt_version_is_a_new_key(tmp_path: Path) -> None:
     (mine / "v9.system.j2").write_text("system")
     (mine / "v9.user.j2").write_text("{{ pr.title }}")
     assert digest_key(pr, Settings(prompt_dir=tmp_path)) != digest_key(pr, Settings())
+
+
+def test_a_narrative_key_follows_what_its_digests_say() -> None:
+    import json
+
+    from prhub.keys import narrative_key
+    from prhub.model import PRDigest
+    from prhub.report import WeeklyFacts
+    from tests.conftest import FIXTURES
+
+    d = PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())
+    facts = WeeklyFacts.model_validate(
+        json.loads((FIXTURES / "reports" / "acme-rocket-2026-W31.json").read_text())["facts"]
+    )
+    remade = d.model_copy(update={"content": d.content.model_copy(update={"advice": "新的建议"})})
+    assert remade.meta.cache_key == d.meta.cache_key  # made again under the same key...
+    settings = Settings()
+    assert narrative_key(facts, [d], settings) != narrative_key(facts, [remade], settings)

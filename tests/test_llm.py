@@ -396,3 +396,33 @@ def test_prompt_over_the_input_budget_fails_before_any_request(
     with pytest.raises(ContextTooLong, match="input budget 50"):
         make_llm(input_budget=50).complete(long, Rating)
     assert llm.requests == []
+
+
+def test_a_request_waiting_for_a_slot_is_not_sent_once_the_run_stopped() -> None:
+    import threading
+    import time
+
+    with LLMStandIn(latency=0.5, responder=lambda body: VALID) as slow:
+        counter = retry.RetryCounter()
+        client = LLM(settings(slow, jobs=1), counter=counter, mode="json_schema")  # no probe
+        outcomes: list[object] = []
+
+        def ask() -> None:
+            try:
+                outcomes.append(client.complete(MESSAGES, Rating)[0])
+            except retry.Halted as exc:
+                outcomes.append(exc)
+
+        first = threading.Thread(target=ask)
+        first.start()
+        while not slow.bodies:  # the first holds the only slot
+            time.sleep(0.01)
+        second = threading.Thread(target=ask)
+        second.start()
+        time.sleep(0.1)
+        counter.stop()  # an error elsewhere ends the run while the second waits
+        first.join(5)
+        second.join(5)
+        client.close()
+        assert len(slow.bodies) == 1
+    assert sorted(type(o).__name__ for o in outcomes) == ["Halted", "Rating"]

@@ -476,3 +476,19 @@ def test_jobs_bounds_llm_requests_in_flight_across_the_run(tmp_path, jobs):
         assert chunked == 2, "the test must cover map calls"
         assert len(slow.bodies) > 2 * jobs
         assert slow.most_in_flight == jobs  # reached, never passed
+
+
+def test_gitattributes_github_cannot_give_and_none_stored_fail_loudly(
+    tmp_path: Path, llm: LLMStandIn
+) -> None:
+    from prhub.errors import GitHubUnavailable
+
+    with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN) as github:
+        config = settings(github, llm, tmp_path, repo="acme/booster", max_attempts=1)
+        github.script(r"/contents/", [(503, {}, {"message": "Service Unavailable"})])
+        with pytest.raises(GitHubUnavailable):
+            pipeline.summarize_pr(12, config)
+        assert llm.bodies == []  # no digest keyed without the repository's marks
+        github.script(r"/contents/", [(403, {}, {"message": "Resource not accessible"})])
+        made = pipeline.summarize_pr(12, config)  # a token that may not read contents
+    assert made.meta.coverage.generated == []  # read as no .gitattributes, for good

@@ -738,3 +738,14 @@ def test_sign_off_trailers_are_not_sent() -> None:
     body = "Fix the clip.\n\nSigned-off-by: A Person <a@example.com>\nco-authored-by: B <b@x.org>\n"
     assert strip_template(body) == "Fix the clip."
     assert strip_template("We signed-off-by: nobody inline") == "We signed-off-by: nobody inline"
+
+
+def test_an_authors_callout_and_c_preprocessor_code_are_kept() -> None:
+    from prhub.prepare.body import strip_template
+
+    body = "## Summary\n\n> [!WARNING]\n> This changes the default of `foo`.\n\nAdds X."
+    assert "This changes the default of `foo`." in strip_template(body)
+    code = "## Repro\n\n```c\n#include <stdio.h>\n#define N 4\n```\n"
+    assert "#define N 4" in strip_template(code)
+    placeholder = "## Test\n\n```\n# paste your command here\n```\n\nRan it."
+    assert "paste your command" not in strip_template(placeholder)

@@ -10,7 +10,6 @@ import pytest
 
 from prhub.config import PRICES, Settings, load_settings, toml_key
 from prhub.model import Usage
-from prhub.pipeline import RunStats
 from prhub.progress import (
     Display,
     cost,
@@ -21,7 +20,7 @@ from prhub.progress import (
     run_summary,
     summary,
 )
-from prhub.report import DryRun, PlannedPR
+from prhub.report import DryRun, PlannedPR, RunStats
 
 KNOWN = Settings(model="gpt-4o-mini")  # $0.15 in, $0.60 out per million tokens
 UNKNOWN = Settings(model="local-llama")

@@ -10,6 +10,9 @@ _RULE = re.compile(r"^\s*([-*_])(?:\s*\1){2,}\s*$")  # a thematic break ends a s
 _TASK = re.compile(r"^\s*[-*+]\s+\[[ xX]\]")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_ALERT = re.compile(r"^\s*>\s*\[!\w+\]")
+# A comment line of a template's example block; not C's #include or a shell's #! line.
+_PLACEHOLDER_LINE = re.compile(r"^(?://|#(?!include\b|define\b|if|ifdef\b|endif\b|pragma\b|!))")
 # Ends a sentence: the line after it starts a new thought, not a wrapped quote line.
 _SENTENCE_END = re.compile(r"[.!?:。！？：]\s*$")
 _BLANKS = re.compile(r"\n(?:[ \t]*\n){2,}")
@@ -60,6 +63,8 @@ def _without_guidance(lines: list[str]) -> list[str]:
     """The section without the quote it opens with, and its lazily continued lines."""
     start = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
     if start == len(lines) or not lines[start].lstrip().startswith(">"):
+        return lines
+    if _ALERT.match(lines[start]):  # > [!WARNING] and its kind: the author's own callout
         return lines
     end = start
     while end < len(lines) and lines[end].strip():
@@ -118,7 +123,7 @@ def _without_placeholder_code(lines: list[str]) -> list[str]:
         block.append(line)
         if _FENCE.match(line):
             inner = [x.strip() for x in block[1:-1] if x.strip()]
-            if any(not x.startswith(("#", "//")) for x in inner):
+            if any(not _PLACEHOLDER_LINE.match(x) for x in inner):
                 out += block
             block = None
     return out + (block or [])
