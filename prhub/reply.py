@@ -89,14 +89,22 @@ def read(reply: str, schema: type[M]) -> M:
         what = "the reply was empty" if not reply.strip() else "the reply holds no JSON object"
         raise ReplyError(f"Invalid JSON: {what}")
     closest: ValidationError | None = None  # what to tell the model: the nearest miss
+    marks = {s for s in _strings(example(schema)) if s.startswith("<")}
     for value in found:
+        if isinstance(value, dict):  # an example item left in a list means "none here"
+            value = {
+                k: [x for x in v if not (isinstance(x, str) and x in marks)]
+                if isinstance(v, list)
+                else v
+                for k, v in value.items()
+            }
         try:
             valid = schema.model_validate(value)
         except ValidationError as exc:
             if closest is None or exc.error_count() < closest.error_count():
                 closest = exc
             continue
-        copied = _strings(value) & {s for s in _strings(example(schema)) if s.startswith("<")}
+        copied = _strings(value) & marks
         if copied:  # a small model may hand the example back instead of filling it in
             raise ReplyError(f"the example's placeholder was copied, not filled in: {min(copied)}")
         return valid

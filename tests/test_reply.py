@@ -235,3 +235,12 @@ def test_recorded_and_hand_written_replies(path: Path, make_llm: MakeLLM, llm: L
     assert client.mode == record.get("learns", client.mode if record["mode"] else "json_schema")
     assert len(llm.bodies) == record["requests"] == len(record["responses"])
     assert usage.calls == sum(r["status"] == 200 for r in record["responses"])
+
+
+def test_an_example_item_left_in_a_list_means_none() -> None:
+    """A 1.5B model, given a PR without discussion, left the example's item in `discussion`."""
+    mark = example(DigestContent)["discussion"][0]
+    reply = read(json.dumps({**DIGEST, "discussion": [mark]}, ensure_ascii=False), DigestContent)
+    assert reply.discussion == []
+    with pytest.raises(ReplyError, match="placeholder was copied"):  # a scalar still fails
+        read(json.dumps({**DIGEST, "advice": example(DigestContent)["advice"]}), DigestContent)
