@@ -154,6 +154,7 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
     """Prepares a PR within the token budget and asks the model for its digest."""
     digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
     prepared, calls = plan(pr, settings, llm.mode)
+    talk = discussion(pr.discussion, settings)
     if len(calls) == 1:
         messages = calls[0]
         usage = Usage()
@@ -164,13 +165,10 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
         note_budget = budgets(pr, settings)[2]
         notes = [trim_notes(note, note_budget, settings) for note, _ in results]
-        messages = _final_messages(
-            prepared, notes, settings, llm.mode, discussion(pr.discussion, settings)
-        )
+        messages = _final_messages(prepared, notes, settings, llm.mode, talk)
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
     content, dropped, failed, spent, title_prompt = checked_reply(messages, pr, settings, llm)
-    talk = discussion(pr.discussion, settings)
     # Notes on a discussion the model never saw, or the discussion's own lines copied, are not
     # notes: they go.
     kept = [n for n in content.discussion if talk.text and not checks.copied_entry(n)]

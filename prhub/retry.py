@@ -116,8 +116,7 @@ def call(
     started = clock()
 
     def attempt() -> T:
-        if _stopped(counter):
-            raise Halted()
+        check(counter)
         return fn()
 
     def should_retry(state: tenacity.RetryCallState) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)  # invisible on GitHub
 _HEADING = re.compile(r"^#{1,6}\s")
 _RULE = re.compile(r"^\s*([-*_])(?:\s*\1){2,}\s*$")  # a thematic break ends a section too
 _TASK = re.compile(r"^\s*[-*+]\s+\[[ xX]\]")
@@ -31,7 +31,7 @@ def strip_template(body: str) -> str:
     task boxes: of it, only the author's own paragraphs and items citing a PR or an issue
     stay. A section left empty loses its heading too, and sign-off trailers go.
     """
-    body = _TRAILER.sub("", _COMMENT.sub("", body.replace("\r\n", "\n")))
+    body = _TRAILER.sub("", HTML_COMMENT.sub("", body.replace("\r\n", "\n")))
     kept = []
     for heading, lines in _sections(body.split("\n")):
         lines = _without_guidance(lines)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from prhub.config import Settings
 from prhub.model import Comment
+from prhub.prepare.body import HTML_COMMENT
 from prhub.prepare.redact import redact
 from prhub.prepare.tokens import count, truncate
 
@@ -14,7 +14,6 @@ SHARE = 8  # the discussion takes at most an eighth of the input budget
 MOST = 2000  # tokens, whatever the budget
 EACH = 300  # tokens of one comment at most: a bot's long report must not crowd out the rest
 MAINTAINERS = ("OWNER", "MEMBER", "COLLABORATOR")
-_HIDDEN = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)  # HTML comments: invisible on GitHub
 KINDS = {"review": "评审", "inline": "行内评论", "conversation": "讨论"}
 CUT = " …[截断]"
 
@@ -51,7 +50,7 @@ def discussion(comments: list[Comment], settings: Settings) -> Discussion:
 
 
 def _entry(comment: Comment, encoding: str) -> str:
-    body, _ = redact(_HIDDEN.sub("", comment.body))  # stored redacted already; kept so twice
+    body, _ = redact(HTML_COMMENT.sub("", comment.body))  # stored redacted already; kept so twice
     body = " ".join(body.split())
     if not body:
         return ""
