@@ -8,17 +8,15 @@ from collections.abc import Callable
 from prhub.model import DigestContent, PullRequest
 from prhub.report import WeeklyFacts, WeeklyNarrative
 from prhub.source import references
+from prhub.text import NUMBER, PR_COUNT, sentences
 
 SPAN = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
-NUMBER = re.compile(r"#(\d+)")
 FILE = re.compile(
     r"[\w.-]+\.(?:py|pyi|md|rst|txt|ya?ml|toml|json|cfg|ini|sh|cc?|cpp|cu|h|hpp|go|rs|js|ts)"
 )
-SENTENCE = re.compile(r"[^。！？；!?;\n]*(?:[。！？；!?;\n]+|$)")
 # Words that say a path was only mentioned, not changed.
 MENTIONED = re.compile(r"提到|提及|描述中|评论中|讨论中|评审中|mention", re.IGNORECASE)
-COUNTED = re.compile(r"(\d+)(\s*个\s*(?:PR|pr|合并请求))")
 
 
 class _Tally:
@@ -109,7 +107,7 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
     def as_changed(text: str) -> str:
         """Running text without the sentences that show a merely mentioned path as changed."""
         kept = []
-        for sentence in SENTENCE.findall(text):
+        for sentence in sentences(text):
             if MENTIONED.search(sentence) or not any(map(mentioned, cited(sentence))):
                 kept.append(sentence)
             else:
@@ -181,7 +179,7 @@ def ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrati
             tally.dropped += 1
             return "多" + match.group(2).lstrip()  # a count no fact backs: say "several"
 
-        text = COUNTED.sub(counted, NUMBER.sub(keep, text))
+        text = PR_COUNT.sub(counted, NUMBER.sub(keep, text))
         return re.sub(r"[（(]\s*[）)]", "", text).strip()
 
     tally.dropped += sum(k.number not in week for k in n.key_prs)

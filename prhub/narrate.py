@@ -14,11 +14,10 @@ from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count, truncate
 from prhub.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
+from prhub.text import PR_COUNT, sentences
 
 DIGEST_LINE_TOKENS = 150  # one PR's line in the weekly prompt
 Messages = list[dict[str, str]]
-# A sentence: up to and with its end marks, or the text's end.
-SENTENCE = re.compile(r"[^。！？!?；;]+(?:[。！？!?；;]+|$)|[。！？!?；;]+")
 # Words that crown one author: wrong when several tie for the most PRs.
 CROWNS = ("最多产", "最高产", "产出最多")
 # digest_line's shape, as a model may copy it back; the escaped brackets are render's.
@@ -162,15 +161,14 @@ def restates(sentence: str, facts: WeeklyFacts) -> bool:
     """True when a sentence repeats the computed figures line: PR count, tags, mean importance."""
     if "平均重要性" in sentence or "标签分布" in sentence:
         return True
-    count = rf"(?<![\d.]){facts.pr_count}\s*(?:个|项)?\s*(?:PR|pr|合并请求|拉取请求)"
-    if re.search(count, sentence):
+    if any(int(m[1]) == facts.pr_count for m in PR_COUNT.finditer(sentence)):
         return True
     mean = facts.mean_importance
     return mean is not None and bool(re.search(rf"(?<![\d.]){mean:.2f}(?!\d)", sentence))
 
 
 def _without(text: str, drop: Callable[[str], bool]) -> str:
-    return "".join(s for s in SENTENCE.findall(text) if not drop(s)).strip()
+    return "".join(s for s in sentences(text) if not drop(s)).strip()
 
 
 def _edit(n: WeeklyNarrative, change: Callable[[str], str]) -> WeeklyNarrative:

@@ -1,0 +1,16 @@
+"""Text rules every stage shares: sentences, PR counts, PR numbers."""
+
+from __future__ import annotations
+
+import re
+
+# A sentence: up to and with its end marks (a line break ends one too), or the text's end.
+SENTENCE = re.compile(r"[^。！？；!?;\n]+(?:[。！？；!?;\n]+|$)|[。！？；!?;\n]+")
+# "N 个 PR" and the like: a number of pull requests stated in prose.
+PR_COUNT = re.compile(r"(?<![\d.])(\d+)(\s*(?:个|项)?\s*(?:PR|pr|合并请求|拉取请求))")
+NUMBER = re.compile(r"#(\d+)")
+
+
+def sentences(text: str) -> list[str]:
+    """The text as sentences, each with its end marks; joined they give the text back."""
+    return SENTENCE.findall(text)
