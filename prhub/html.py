@@ -25,7 +25,16 @@ from prhub.render import (
     weekly_footer,
     weekly_title,
 )
-from prhub.report import WeeklyReport, author_highlight, author_line, figures, key_rows, lead
+from prhub.report import (
+    WeeklyReport,
+    author_highlight,
+    author_line,
+    fact_risks,
+    figures,
+    key_rows,
+    lead,
+    risks,
+)
 from prhub.tags import tag_name
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
@@ -148,6 +157,8 @@ def weekly_html(r: WeeklyReport) -> str:
         generated=local_time(moment, f.tz) if moment else "",
         figures=figures(f),  # plain text: the template escapes it
         concentration=author_highlight(f),
+        fact_risks=fact_risks(f),
+        added_risks=risks(n.risks, f)[len(n.risks) :] if n else [],
         authors=author_line(f),
         key_rows=key_rows(r),
         all_rows=all_rows,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from itertools import groupby
 
 from prhub.config import Settings
 from prhub.digest import MARGIN, prompt
@@ -12,32 +13,67 @@ from prhub.ground import ground_weekly
 from prhub.llm import LLM, schema_text
 from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
-from prhub.prepare.tokens import count, truncate
+from prhub.prepare.tokens import count
 from prhub.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
 from prhub.text import PR_COUNT, sentences
 
-DIGEST_LINE_TOKENS = 150  # one PR's line in the weekly prompt
+# A PR's share of the weekly prompt: the budget over the week's PRs, within these bounds. Below
+# LINE_MIN the week is written in groups; LINE_MAX keeps a small week's prompt near its cost.
+LINE_MIN = 150
+LINE_MAX = 320
+# A digest's lists, in the order a short share keeps them, with the label each carries.
+SECTIONS = (("风险", "risks"), ("设计", "design_decisions"), ("后续", "follow_ups"))
 Messages = list[dict[str, str]]
 # Words that crown one author: wrong when several tie for the most PRs.
 CROWNS = ("最多产", "最高产", "产出最多")
 # digest_line's shape, as a model may copy it back; the escaped brackets are render's.
 COPIED_LINE = re.compile(
     r"#(?P<number>\d+)\s*\\?\[[^\]]*\]\s*(?P<title>[^|\n]+?)\s*\|\s*(?:精读|快速浏览|可跳过)，"
-    r"重要性\s*[\d.]+：(?P<reason>[^|\n]*)(?:\s*\|\s*风险：[^\n]*)?"
+    r"重要性\s*[\d.]+：(?P<reason>[^|\n]*)(?:\s*\|\s*(?:风险|设计|后续|另有)[^\n]*)?"
 )
 
 
-def digest_line(d: PRDigest, settings: Settings) -> str:
-    """One PR as the weekly prompt sees it."""
+def digest_line(d: PRDigest, settings: Settings, share: int = LINE_MIN) -> str:
+    """One PR as the weekly prompt sees it, within `share` tokens.
+
+    Whole items in priority order (verdict and reason, risks, design decisions, follow-ups);
+    an item that does not fit is left out, never cut, and the line says how many were.
+    """
     c = d.content
-    tags = ", ".join(d.tags)
-    parts = [
-        f"#{d.number} [{tags}] {c.title}",
-        f"{c.verdict}，重要性 {c.importance:.1f}：{c.importance_reason}",
-    ]
-    if c.risks:
-        parts.append("风险：" + "；".join(c.risks[:2]))
-    return truncate(" | ".join(parts), DIGEST_LINE_TOKENS, settings.encoding)
+    head = _head(d)
+    items = [("", f"{c.verdict}，重要性 {c.importance:.1f}：{c.importance_reason}")]
+    items += [(label, item) for label, name in SECTIONS for item in getattr(c, name)]
+    kept: list[tuple[str, str]] = []
+    left = 0
+    for item in items:
+        if count(_line(head, [*kept, item], 0), settings.encoding) <= share:
+            kept.append(item)
+        else:
+            left += 1
+    # The note of what was left out takes room too: the last items kept make way for it.
+    while left and kept and count(_line(head, kept, left), settings.encoding) > share:
+        kept.pop()
+        left += 1
+    return _line(head, kept, left)
+
+
+def _head(d: PRDigest) -> str:
+    return f"#{d.number} [{', '.join(d.tags)}] {d.content.title}"
+
+
+def _line(head: str, items: list[tuple[str, str]], left: int) -> str:
+    parts = [head]
+    for label, group in groupby(items, key=lambda item: item[0]):
+        texts = [" ".join(text.split()) for _, text in group]  # one line a PR
+        parts.append(f"{label}：" + "；".join(texts) if label else "；".join(texts))
+    if left:
+        parts.append(f"另有 {left} 条未列出")
+    return " | ".join(parts)
+
+
+def line_share(room: int, digests: int) -> int:
+    """Tokens for each PR's line: the room the instructions leave, split over the PRs."""
+    return max(LINE_MIN, min(LINE_MAX, room // max(1, digests) - 2))
 
 
 def narrate(
@@ -47,8 +83,8 @@ def narrate(
 
     One call when the week's digests fit the budget, else one per group and a final one.
     """
-    lines = [digest_line(d, settings) for d in digests]
     room = settings.input_budget - _fixed_tokens(facts, settings)
+    lines = [digest_line(d, settings, line_share(room, len(digests))) for d in digests]
     sizes = [count(line, settings.encoding) + 2 for line in lines]
     if sum(sizes) <= room:
         narrative, usage = llm.complete(
@@ -75,10 +111,10 @@ def narrate(
             )
         )
     usage = sum((u for _, u in drafts), Usage())
-    share = max(200, (room // 2) // len(drafts))
-    partials = [truncate(draft_text(n), share, settings.encoding) for n, _ in drafts]
+    part = max(200, (room // 2) // len(drafts))
+    partials = [whole_lines(draft_text(n), part, settings.encoding) for n, _ in drafts]
     ranked = sorted(digests, key=lambda d: -d.content.importance)
-    short = [digest_line(d, settings).split(" | ")[0] for d in ranked]
+    short = [_head(d) for d in ranked]
     while short and count("\n".join(short + partials), settings.encoding) > room:
         short = short[: len(short) * 3 // 4]  # keep the titles that fit, most important first
     narrative, final = llm.complete(
@@ -97,8 +133,8 @@ def planned_tokens(facts: WeeklyFacts, digests: int, settings: Settings) -> tupl
     if not digests:
         return 0, 0
     fixed = _fixed_tokens(facts, settings)
-    size = DIGEST_LINE_TOKENS + 2
     room = settings.input_budget - fixed
+    size = line_share(room, digests) + 2
     if digests * size <= room:
         return 1, fixed + digests * size
     groups = -(-digests // max(1, room // size))
@@ -109,6 +145,17 @@ def draft_text(n: WeeklyNarrative) -> str:
     """A partial narrative as text for the final call of a map-reduce."""
     parts = [n.lead, n.summary, *n.highlights, *n.key_changes, *n.risks]
     return "\n".join(filter(None, parts + [f"{t.theme}：{t.judgement}" for t in n.trends]))
+
+
+def whole_lines(text: str, limit: int, encoding: str) -> str:
+    """The text's first lines that fit in `limit` tokens, never a line cut; says how many went."""
+    lines = text.split("\n")
+    for n in range(len(lines), -1, -1):
+        left = len(lines) - n
+        joined = "\n".join(lines[:n] + ([f"（另有 {left} 段未列出）"] if left else []))
+        if n == 0 or count(joined, encoding) <= limit:
+            return joined
+    return text
 
 
 def _messages(

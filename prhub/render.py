@@ -14,9 +14,11 @@ from prhub.report import (
     WeeklyReport,
     author_highlight,
     author_line,
+    fact_risks,
     figures,
     key_rows,
     lead,
+    risks,
 )
 
 # A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
@@ -239,15 +241,14 @@ def weekly_markdown(r: WeeklyReport) -> str:
         highlights = _bullets(n.highlights)
         if concentration := author_highlight(f, md):
             highlights.append(f"- {concentration}")
-        risks = _bullets(n.risks) + _fact_risks(f)
         lines += _section("## 本周亮点", highlights)
-        lines += _section("## 风险观察", _bullets(n.risks) or _fact_risks(f))
+        lines += _section("## 风险观察", _bullets(n.risks or fact_risks(f)))
         lines += ["## 完整周报", ""]
         full = [
             ("执行摘要", [f"{figures(f, md)}{md(n.summary)}"]),
             ("本周重点变化", _bullets(n.key_changes)),
             ("模块与主题趋势", _trends(r)),
-            ("风险观察", risks),
+            ("风险观察", _bullets(risks(n.risks, f))),
             ("重点 PR 速览", _key_pr_table(r)),
             ("后续建议", [f"{i}. {md(x)}" for i, x in enumerate(n.follow_ups, 1)]),
         ]
@@ -275,19 +276,6 @@ def _bullets(items: list[str]) -> list[str]:
 
 def _refs(numbers: list[int]) -> str:
     return "、".join(f"#{x}" for x in numbers) or "—"
-
-
-def _fact_risks(f: WeeklyFacts) -> list[str]:
-    out = []
-    for rev in f.reverts:
-        target = f"#{rev.reverted}" if rev.reverted else "一个未知 PR"
-        delay = f"（合入后 {rev.delay_hours} 小时）" if rev.delay_hours is not None else ""
-        out.append(f"- Revert：#{rev.number} 撤销了 {target}{delay}。")
-    for b in f.breaking:
-        out.append(f"- 破坏性变更：#{b.number}，{md('；'.join(b.reasons))}。")
-    if f.untested:
-        out.append(f"- 改了代码但未改测试的 PR：{_refs(f.untested)}。")
-    return out
 
 
 def _trends(r: WeeklyReport) -> list[str]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated
@@ -11,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from prhub.model import PRDigest, Usage
 from prhub.reply import REPLY, Listed, Number, Numbers, Texts
+from prhub.text import NUMBER
 
 
 class HotPath(BaseModel):
@@ -64,7 +66,9 @@ class WeeklyFacts(BaseModel):
 
 # Texts of the facts alone, which the report prints around the model's prose.
 
-CONCENTRATION = 0.15  # one author with this share of the week's PRs (and 2 or more) is news
+# One author stands out with at least this many PRs and this share of the week, alone at the top.
+CONCENTRATION = 0.15
+CONCENTRATION_PRS = 3
 
 
 def top_authors(f: WeeklyFacts) -> list[AuthorCount]:
@@ -76,9 +80,13 @@ def top_authors(f: WeeklyFacts) -> list[AuthorCount]:
 
 
 def concentrated(f: WeeklyFacts) -> bool:
-    """True when one author, or each of a tie, made >= 15 % of the week's PRs, and at least 2."""
+    """True when one author stands out: 3 or more PRs, >= 15 % of the week, and no tie."""
     top = top_authors(f)
-    return bool(top) and len(top[0].prs) >= 2 and f.top_author_share >= CONCENTRATION
+    return (
+        len(top) == 1
+        and len(top[0].prs) >= CONCENTRATION_PRS
+        and f.top_author_share >= CONCENTRATION
+    )
 
 
 def figures(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
@@ -121,18 +129,44 @@ def author_line(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
 
 
 def author_highlight(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
-    """The highlight on author concentration, when there is one to report."""
+    """The highlight on author concentration, when one author stands out."""
     if not concentrated(f):
         return ""
-    top = top_authors(f)
-    count, share = len(top[0].prs), f"{f.top_author_share:.0%}"
-    refs = "、".join(f"#{n}" for a in top for n in a.prs)
-    if len(top) == 1:
-        who = f"{escape(top[0].author)} 本周贡献 {count} 个 PR（{share}：{refs}）"
-    else:
-        names = "、".join(escape(a.author) for a in top)
-        who = f"{names} 本周各贡献 {count} 个 PR（各 {share}：{refs}）"
-    return f"作者集中度较高：{who}，单点知识风险需要关注。"
+    [top] = top_authors(f)
+    refs = "、".join(f"#{n}" for n in top.prs)
+    return (
+        f"作者集中度较高：{escape(top.author)} 本周贡献 {len(top.prs)} 个 PR"
+        f"（{f.top_author_share:.0%}：{refs}），单点知识风险需要关注。"
+    )
+
+
+def fact_risks(f: WeeklyFacts, cited: Collection[int] = ()) -> list[str]:
+    """One risk line per PR the facts flag (a revert, a breaking change, code without tests),
+    in PR order, for the PRs not in `cited`."""
+    said: defaultdict[int, list[str]] = defaultdict(list)
+    for rev in f.reverts:
+        target = f"#{rev.reverted}" if rev.reverted else "一个未知 PR"
+        delay = f"（合入后 {rev.delay_hours} 小时）" if rev.delay_hours is not None else ""
+        said[rev.number].append(f"撤销了 {target}{delay}")
+    breaks: defaultdict[int, list[str]] = defaultdict(list)
+    for b in f.breaking:
+        # A reason's own colon ("配置项删除：a.b") would nest inside the line's.
+        breaks[b.number] += [r.replace("：", " ", 1) for r in b.reasons]
+    for number, reasons in breaks.items():
+        said[number].append("可能破坏现有用法：" + "，".join(dict.fromkeys(reasons)))
+    for number in f.untested:
+        said[number].append("改了代码但没有改测试")
+    return [
+        f"#{n} {'；'.join(dict.fromkeys(parts))}。"
+        for n, parts in sorted(said.items())
+        if n not in cited
+    ]
+
+
+def risks(written: list[str], f: WeeklyFacts) -> list[str]:
+    """The model's risks, then the facts' line for each flagged PR none of them cites."""
+    cited = {int(n) for text in written for n in NUMBER.findall(text)}
+    return [*written, *fact_risks(f, cited)]
 
 
 class Trend(BaseModel):

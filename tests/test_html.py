@@ -345,18 +345,27 @@ def test_model_text_stays_in_its_place_in_pages():
 
 
 def test_long_fact_lists_are_collapsed_after_five_with_a_count():
-    r = long_report()
+    r = long_report()  # flags #101..#106 (untested), #105 (7 reverts) and #106 (12 reasons)
+    flagged = [200 + i for i in range(6)]
+    r = r.model_copy(
+        update={"facts": r.facts.model_copy(update={"untested": r.facts.untested + flagged})}
+    )
+    cited = {101, 102, 103, 104, 105, 106} & {
+        int(x)
+        for t in r.narrative.risks
+        for x in re.findall(r"#(\d+)", t)  # type: ignore[union-attr]
+    }
     page = html.weekly_html(r)
     details = re.findall(r"<details><summary>(.*?)</summary>(.*?)</details>", page, re.DOTALL)
+    added = 12 - len(cited)  # one line per flagged PR the model's risks do not cite
     assert [summary for summary, _ in details] == [
-        "另有 2 项 Revert（共 7 项）",
-        "另有 7 项破坏性变更（共 12 项）",
+        f"另有 {added - 5} 项由数据标出的风险（共 {added} 项）",
         "另有 1 项未能生成导读的 PR（共 6 项）",
     ]
-    assert [inner.count("<li>") for _, inner in details] == [2, 7, 1]
-    assert page.count("破坏性变更：") == 12
+    assert page.count("可能破坏现有用法：") == (106 not in cited)
     text = render.weekly_markdown(r)
-    assert text.count("破坏性变更：") == 12 and "<details>" not in text  # Markdown lists them all
+    assert "<details>" not in text  # Markdown lists them all
+    assert all(f"- #{n} 改了代码但没有改测试。" in text for n in flagged)
 
 
 def test_hostile_tag_is_quoted_in_rows_and_chips():

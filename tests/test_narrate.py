@@ -13,12 +13,15 @@ from prhub.config import Settings
 from prhub.llm import LLM
 from prhub.model import PRDigest
 from prhub.narrate import (
-    DIGEST_LINE_TOKENS,
+    LINE_MAX,
+    LINE_MIN,
     assemble,
     digest_line,
     draft_text,
+    line_share,
     planned_tokens,
     restates,
+    whole_lines,
 )
 from prhub.prepare.tokens import count
 from prhub.report import Trend, WeeklyNarrative, WeeklyReport, figures
@@ -68,29 +71,66 @@ def on(llm: LLMStandIn, **extra: Any) -> Settings:
 # digest_line
 
 
-def test_digest_line_holds_number_tags_title_verdict_and_importance():
-    d = digest(risks=["甲风险", "乙风险", "丙风险"])
-    line = digest_line(d, SETTINGS)
+def test_digest_line_carries_every_risk_design_decision_and_follow_up_in_that_order():
+    d = digest(
+        risks=["甲风险", "乙风险", "丙风险：CANN 9.1.0 上 int16 溢出"],
+        design_decisions=["设计一"],
+        follow_ups=["后续一", "后续二"],
+    )
+    line = digest_line(d, SETTINGS, LINE_MAX)
     c = d.content
-    assert line.startswith(f"#101 [{', '.join(d.tags)}] {c.title} | ")
-    assert f"{c.verdict}，重要性 {c.importance:.1f}：{c.importance_reason}" in line
-    assert line.endswith(" | 风险：甲风险；乙风险")  # the first two risks only
+    assert line == (
+        f"#101 [{', '.join(d.tags)}] {c.title} | "
+        f"{c.verdict}，重要性 {c.importance:.1f}：{c.importance_reason} | "
+        "风险：甲风险；乙风险；丙风险：CANN 9.1.0 上 int16 溢出 | "
+        "设计：设计一 | 后续：后续一；后续二"
+    )
 
 
-def test_digest_line_without_risks_has_no_risk_part():
-    line = digest_line(digest(risks=[]), SETTINGS)
-    assert "风险：" not in line
+def test_digest_line_without_lists_is_its_head_and_verdict():
+    line = digest_line(digest(risks=[], design_decisions=[], follow_ups=[]), SETTINGS)
+    assert "风险：" not in line and "设计：" not in line and "未列出" not in line
     assert line.count(" | ") == 1
 
 
-def test_digest_line_is_cut_to_its_token_share():
-    d = digest(risks=["并发写入可能丢数据，且没有回滚。" * 200] * 50)
-    line = digest_line(d, SETTINGS)
-    assert count(line) <= DIGEST_LINE_TOKENS
-    assert count(line) >= DIGEST_LINE_TOKENS - 5  # cut, not dropped
-    assert line.startswith("#101 [")
-    small = digest_line(digest(risks=["短"]), SETTINGS)
-    assert count(small) < DIGEST_LINE_TOKENS
+def test_a_short_share_keeps_whole_items_in_priority_order_and_counts_the_rest():
+    risks = [f"第{i}条风险：并发写入可能丢数据，且没有回滚路径。" for i in range(6)]
+    decisions = [f"第{i}条设计：缓存集中在一处，便于日后调整。" for i in range(3)]
+    d = digest(risks=risks, design_decisions=decisions, follow_ups=["补一个跨批次单测。"])
+    line = digest_line(d, SETTINGS, 200)
+    assert count(line) <= 200 and "\ufffd" not in line
+    items = line.split(" | ")[2:]
+    assert items[0].startswith("风险：")
+    shown = items[0].removeprefix("风险：").split("；")
+    assert shown == risks[: len(shown)] and 0 < len(shown) < len(risks)  # whole, first first
+    assert not any(x in line for x in decisions)  # risks come before design decisions
+    left = len(risks) - len(shown) + len(decisions) + 1
+    assert items[-1] == f"另有 {left} 条未列出"
+
+
+def test_an_item_too_long_for_the_share_is_left_out_whole_and_the_next_one_kept():
+    huge = "并发写入可能丢数据，且没有回滚。" * 200
+    d = digest(risks=[huge, "短风险"], design_decisions=[], follow_ups=[])
+    line = digest_line(d, SETTINGS, LINE_MIN)
+    assert count(line) <= LINE_MIN
+    assert "并发写入" not in line  # never cut inside an item
+    assert line.endswith(" | 风险：短风险 | 另有 1 条未列出")
+
+
+def test_each_prs_share_is_the_room_over_the_prs_within_bounds():
+    assert line_share(10_000, 5) == LINE_MAX  # a small week: capped
+    assert line_share(10_000, 40) == 10_000 // 40 - 2  # from the budget and the PR count
+    assert line_share(3_000, 40) == LINE_MIN  # below it the week is written in groups
+
+
+def test_whole_lines_never_cuts_a_line_and_says_how_many_went():
+    text = "\n".join(f"第{i}段：rollout 侧的修复集中在缓存生命周期。" for i in range(10))
+    kept = whole_lines(text, 80, SETTINGS.encoding)
+    assert count(kept) <= 80 and "\ufffd" not in kept
+    *lines, note = kept.split("\n")
+    assert lines == text.split("\n")[: len(lines)]
+    assert note == f"（另有 {10 - len(lines)} 段未列出）"
+    assert whole_lines(text, 10_000, SETTINGS.encoding) == text
 
 
 # planned_tokens
@@ -106,14 +146,14 @@ def test_planned_tokens_for_a_few_digests_is_one_call():
     assert calls == 1
     more_calls, more = planned_tokens(facts, 4, SETTINGS)
     assert more_calls == 1
-    assert DIGEST_LINE_TOKENS <= more - tokens <= DIGEST_LINE_TOKENS + 10  # one line more
+    assert LINE_MAX <= more - tokens <= LINE_MAX + 10  # one line more, at its full share
 
 
 def test_planned_tokens_with_a_small_budget_is_groups_and_a_final_call():
     facts = report().facts
     small = Settings(input_budget=3500)
     calls, tokens = planned_tokens(facts, 40, small)
-    assert tokens > 40 * DIGEST_LINE_TOKENS + 3500  # every line, and the final call's budget
+    assert tokens > 40 * LINE_MIN + 3500  # every line, and the final call's budget
     assert calls >= 3  # at least two groups and the final call
 
 
@@ -160,7 +200,7 @@ def test_narrate_is_one_grounded_call_when_the_week_fits(llm, client):
     assert usage.calls == 1 and usage.tokens_in == count(prompt_text(body))
     text = prompt_text(body)
     for d in r.digests:
-        assert digest_line(d, settings) in text
+        assert digest_line(d, settings, LINE_MAX) in text
     assert "第 1 组草稿" not in text
     assert narrative.highlights == ["#101 修复温度为零，另见 。"]
     assert [k.number for k in narrative.key_prs] == [101]
@@ -188,6 +228,23 @@ def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
     calls, tokens = planned_tokens(facts, 40, small)
     assert calls >= usage.calls
     assert tokens >= sum(count(prompt_text(body)) for body in sent)
+
+
+def test_a_week_that_fits_gives_each_pr_its_share_of_the_budget(llm, client):
+    risks = [f"第{i}条风险：并发写入可能丢数据，且没有回滚路径。" for i in range(8)]
+    many = [digest(risks=risks).model_copy(update={"number": 1000 + i}) for i in range(40)]
+    facts = report().facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 40})
+    budget = on(llm, input_budget=12_000)
+    narrate.narrate(facts, many, budget, client(budget))
+    [body] = llm.bodies  # one call: the lines were sized to fit it
+    text = prompt_text(body)
+    each = line_share(budget.input_budget - narrate._fixed_tokens(facts, budget), 40)
+    assert LINE_MIN < each < LINE_MAX
+    for d in many:
+        line = digest_line(d, budget, each)
+        assert line in text and count(line) <= each
+        assert "风险：" + risks[0] in line  # more than the old two risks' worth
+    assert count(text) <= budget.input_budget
 
 
 # assemble: what a real small model writes, made fit to print
@@ -271,7 +328,7 @@ def test_a_lead_the_model_left_out_is_computed_from_the_facts():
     assert assemble(WeeklyNarrative(lead="  ", summary="摘要。"), facts).lead != "  "
 
 
-# prompt weekly v3
+# prompt weekly v4
 
 
 def other_week() -> WeeklyReport:
@@ -283,7 +340,7 @@ def other_week() -> WeeklyReport:
 
 
 @pytest.mark.parametrize("mode", ["json_object", "json_schema"])
-def test_v3_keeps_every_static_part_first_and_byte_identical_across_weeks(mode):
+def test_v4_keeps_every_static_part_first_and_byte_identical_across_weeks(mode):
     weeks = [report(), other_week()]
     sent = [
         narrate._messages(
@@ -298,7 +355,7 @@ def test_v3_keeps_every_static_part_first_and_byte_identical_across_weeks(mode):
     assert ("```json" in system) == (mode == "json_object")
 
 
-def test_v3_data_uses_the_words_its_instructions_use():
+def test_v4_data_uses_the_words_its_instructions_use():
     r = report()
     system, user = (
         m["content"] for m in narrate._messages(r.facts, [], [], SETTINGS, "json_object")
@@ -325,3 +382,25 @@ def test_a_prs_prompt_line_copied_into_the_narrative_reads_as_sentences() -> Non
     assert plain(escaped) == "#106 重命名配置项。局部改名。"
     written = "#101 修复温度为零的问题，与 #102 相关。"
     assert plain(written) == written
+
+
+def test_v4_lets_the_narrative_state_numbers_its_digests_state():
+    system = narrate._messages(report().facts, [], [], SETTINGS, "json_object")[0]["content"]
+    assert "数字只用 <facts> 给出的" not in system  # v3's rule forbade int16, CANN 9.1.0, 七处
+    assert "PR 的数量只用 <facts> 给出的" in system
+    assert "在 <facts> 或 <digests> 里出现过，就可以照写" in system
+    assert "| 风险：… | 设计：… | 后续：…" in system  # the lines as digest_line writes them
+
+
+def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the_facts():
+    from prhub.ground import ground_weekly
+
+    facts = report().facts  # 6 PRs
+    n = WeeklyNarrative(
+        summary="#101 在 CANN 9.1.0 上改用 int16，修了七处。6 个 PR 里 4 个 PR 涉及训练。",
+        risks=["#102 的 3 个 PR 拆分说明里提到 2 倍显存。"],
+    )
+    out, dropped = ground_weekly(n, facts)
+    assert out.summary == n.summary  # 6 and 4 are counts the facts hold
+    assert out.risks == ["#102 的 多个 PR 拆分说明里提到 2 倍显存。"]  # no fact counts 3 PRs
+    assert dropped == 1

@@ -293,7 +293,12 @@ def hostile_narrative_report() -> WeeklyReport:
 def test_model_text_stays_in_its_place_in_a_weekly_report():
     hostile = hostile_narrative_report()
     text = render.weekly_markdown(hostile)
-    assert shape(text) == shape(render.weekly_markdown(report()))
+    # The injected risk cites no PR, so #106's computed risk gets its own line in both.
+    n = report().narrative
+    assert n is not None
+    uncited = n.model_copy(update={"risks": ["一条不引用 PR 的风险。", *n.risks[1:]]})
+    baseline = report().model_copy(update={"narrative": uncited})
+    assert shape(text) == shape(render.weekly_markdown(baseline))
     texts = inline_texts(text)
     # the lead, a highlight, two risks, a key change, a follow-up, a trend row, three key-PR
     # cells, a title
@@ -386,15 +391,36 @@ def test_a_tie_is_not_called_the_most_productive():
     text = render.weekly_markdown(sparse_report())
     assert "最多产" not in text
     assert "作者 5 人，marta-kowal、lin-yue 并列最多，各贡献 2 个（各 33%）。" in text
-    assert "作者集中度较高：marta-kowal、lin-yue 本周各贡献 2 个 PR" in text
+    assert "作者集中度" not in text  # a tie: no author stands out
 
 
 def test_author_concentration_is_the_last_highlight():
-    text = render.weekly_markdown(report())
+    r = report()
+    standout = AuthorCount(author="marta-kowal", prs=[102, 104, 106])
+    facts = r.facts.model_copy(update={"authors": [standout], "top_author_share": 0.5})
+    text = render.weekly_markdown(r.model_copy(update={"facts": facts}))
     highlights = text.split("## 本周亮点")[1].split("##")[0]
     assert highlights.strip().split("\n")[-1] == (
-        "- 作者集中度较高：marta-kowal 本周贡献 2 个 PR（33%：#102、#106），单点知识风险需要关注。"
+        "- 作者集中度较高：marta-kowal 本周贡献 3 个 PR（50%：#102、#104、#106），"
+        "单点知识风险需要关注。"
     )
+    assert "作者集中度" not in render.weekly_markdown(r)  # 2 of 6 PRs: no one stands out
+
+
+def test_the_facts_join_the_models_risks_by_pr_never_a_second_copy():
+    text = render.weekly_markdown(report())  # the model's risks cite #106 and #103
+    full = text.split("### 4. 风险观察")[1].split("###")[0]
+    assert full.strip().split("\n") == [f"- {render.md(x)}" for x in report().narrative.risks]  # type: ignore[union-attr]
+    assert "破坏性变更：#106" not in text and "改了代码但未改测试的 PR" not in text
+    bare = report().model_copy(
+        update={"narrative": report().narrative.model_copy(update={"risks": []})}  # type: ignore[union-attr]
+    )
+    top = render.weekly_markdown(bare).split("## 风险观察")[1].split("##")[0]
+    assert top.strip().split("\n") == [
+        "- #103 改了代码但没有改测试。",
+        "- #106 可能破坏现有用法：标题标注 \\[BREAKING]，配置项改名 trainer.total_epochs → "
+        "trainer.max_epochs（rocket/config/ppo.yaml）；改了代码但没有改测试。",
+    ]
 
 
 def test_no_generated_time_leaves_it_out_of_the_meta_line():

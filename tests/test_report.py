@@ -13,8 +13,10 @@ from prhub.report import (
     WeeklyReport,
     author_highlight,
     author_line,
+    fact_risks,
     key_rows,
     lead,
+    risks,
     top_authors,
 )
 from tests.conftest import FIXTURES
@@ -93,15 +95,36 @@ def test_a_revert_of_an_older_pr_names_both_in_its_row():
     ) in md
 
 
-def test_author_concentration_is_a_highlight_from_15_percent_and_two_prs():
-    f = fixture().facts  # marta-kowal: 2 of 6
-    assert author_highlight(f) == (
-        "作者集中度较高：marta-kowal 本周贡献 2 个 PR（33%：#102、#106），单点知识风险需要关注。"
+def test_author_concentration_is_a_highlight_when_one_author_stands_out():
+    f = fixture().facts
+    standout = f.model_copy(
+        update={"authors": authors(4, 2, *[1] * 12), "pr_count": 18, "top_author_share": 4 / 18}
     )
-    spread = f.model_copy(update={"authors": authors(2, *[1] * 12), "pr_count": 14})
-    assert author_highlight(spread.model_copy(update={"top_author_share": 2 / 14})) == ""
+    assert author_highlight(standout) == (
+        "作者集中度较高：dev0 本周贡献 4 个 PR（22%：#101、#102、#103、#104），"
+        "单点知识风险需要关注。"
+    )
+    three = f.model_copy(update={"authors": authors(3, 1, 1, 1), "top_author_share": 3 / 6})
+    assert author_highlight(three).startswith("作者集中度较高：dev0 本周贡献 3 个 PR")
+
+
+def test_no_concentration_for_a_tie_two_prs_or_a_small_share():
+    f = fixture().facts
+    tie = f.model_copy(  # the three-way tie at 2 of 13 PRs that fired
+        update={"authors": authors(2, 2, 2, *[1] * 7), "pr_count": 13, "top_author_share": 2 / 13}
+    )
+    assert author_highlight(tie) == ""
+    tie_of_four = f.model_copy(
+        update={"authors": authors(4, 4, 1), "pr_count": 9, "top_author_share": 4 / 9}
+    )
+    assert author_highlight(tie_of_four) == ""  # two tied at the top: neither stands out
+    assert author_highlight(f) == ""  # 2 of 6, alone at the top: two PRs are no pattern
+    spread = f.model_copy(
+        update={"authors": authors(3, *[1] * 27), "pr_count": 30, "top_author_share": 3 / 30}
+    )
+    assert author_highlight(spread) == ""  # 10 %
     one_each = f.model_copy(update={"authors": authors(1, 1, 1), "top_author_share": 1 / 3})
-    assert author_highlight(one_each) == ""  # one PR is no concentration, whatever its share
+    assert author_highlight(one_each) == ""
 
 
 def test_a_tie_names_everyone_in_it_and_crowns_no_one():
@@ -111,8 +134,33 @@ def test_a_tie_names_everyone_in_it_and_crowns_no_one():
     assert [a.author for a in top_authors(f)] == ["dev0", "dev1"]
     assert author_line(f) == "作者 4 人，dev0、dev1 并列最多，各贡献 2 个（各 33%）。"
     assert "最多产" not in author_line(f)
-    assert author_highlight(f).startswith("作者集中度较高：dev0、dev1 本周各贡献 2 个 PR")
     assert "最多产的 marta-kowal 贡献 2 个（33%）" in author_line(fixture().facts)
+
+
+# The computed facts in the model's risk list
+
+
+def test_a_pr_the_models_risks_cite_gets_no_machine_line():
+    f = fixture().facts  # #106 breaking and untested, #103 untested
+    written = ["#106 的配置改名没有兼容读取。", "#103 改了缓存却没有补测试。"]
+    assert risks(written, f) == written
+
+
+def test_a_flagged_pr_the_model_left_out_gets_one_readable_line():
+    f = fixture().facts.model_copy(
+        update={"reverts": [Revert(number=104, reverted=103, delay_hours=24.0)]}
+    )
+    written = ["#103 改了缓存却没有补测试。"]
+    assert risks(written, f) == [
+        *written,
+        "#104 撤销了 #103（合入后 24.0 小时）。",
+        "#106 可能破坏现有用法：标题标注 [BREAKING]，配置项改名 trainer.total_epochs → "
+        "trainer.max_epochs（rocket/config/ppo.yaml）；改了代码但没有改测试。",
+    ]
+    assert fact_risks(f) == [
+        "#103 改了代码但没有改测试。",
+        *risks(written, f)[1:],
+    ]  # one line per PR, every fact of that PR in it
 
 
 def test_a_computed_lead_is_never_empty():
