@@ -25,7 +25,7 @@ WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*")
 # A name in code shape: dotted or qualified parts, as prose may hold one outside code marks.
 CODE = re.compile(r"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
 SNAKE = re.compile(r"[A-Za-z0-9]_|_[A-Za-z0-9]")
-CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]{2}")  # not a plural acronym (GPUs)
 DUNDER = re.compile(r"__\w+__")
 STRING = re.compile(r"\"[^\"]*\"|'[^']*'")
 URL = re.compile(r"https?://\S+")
@@ -130,9 +130,11 @@ class _Shown:
         return any(token in w for w in self.words) if glob else token in self.words
 
     def verbatim(self, cited: str) -> bool:
-        """The input holds it whole: not as part of a longer name (`a.py` is not `data.py`)."""
-        edge = rf"(?<![A-Za-z0-9_]){re.escape(cited)}(?![A-Za-z0-9_])"
-        return re.search(edge, self.text) is not None
+        """The input holds it whole: not as part of a longer name (`a.py` is not `data.py`),
+        though a folder (`pkg/m0/`) may begin a path."""
+        head = "(?<![A-Za-z0-9_])" if WORD.match(cited) else ""
+        tail = "(?![A-Za-z0-9_])" if re.search(r"[A-Za-z0-9_]$", cited) else ""
+        return re.search(head + re.escape(cited) + tail, self.text) is not None
 
     def span(self, span: str) -> DropReason | bool:
         """Why a code span cannot stand; else whether it keeps its code marks (it is verified)."""
@@ -167,6 +169,13 @@ class _Shown:
     def unmark(self, text: str) -> str:
         """Code spans that cannot be verified (a command, a glob, a value) lose their marks."""
         return SPAN.sub(lambda m: m.group(0) if self.span(m.group(1)) is True else m.group(1), text)
+
+
+def verified(pr: PullRequest) -> Callable[[str], bool]:
+    """Whether a code span keeps its marks in a digest of `pr`: the input has it whole, or
+    has every identifier-like part of it (`NCCLCheckpointEngine.__init__`)."""
+    shown = _Shown(pr)
+    return lambda span: shown.span(span) is True
 
 
 def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, list[Drop]]:

@@ -284,6 +284,7 @@ GROUNDING = [
     ("`verl/utils/weights.py` 新增切分函数", KEPT, ""),
     ("weights.py 新增切分函数", KEPT, ""),
     ("`weights.py` 新增切分函数", KEPT, ""),
+    ("`verl/utils/` 下新增切分函数", KEPT, ""),  # a folder the changed paths begin with
     ("`docs/design.md` 重写了设计", "mentioned_as_changed", ""),
     ("scripts/convert.sh 改成了并行", "mentioned_as_changed", ""),
     ("描述中提到 `docs/design.md` 的设计", KEPT, ""),
@@ -314,6 +315,7 @@ GROUNDING = [
     ("升级后运行 `pip check`", UNMARKED, "升级后运行 pip check"),
     ("用 `--max-retries 3` 调整", UNMARKED, "用 --max-retries 3 调整"),
     ("`drain` 会阻塞", UNMARKED, "drain 会阻塞"),
+    ("多卡 `GPUs` 显存不足", UNMARKED, "多卡 GPUs 显存不足"),
     ("需要 `vllm==0.8.5.post1`", UNMARKED, "需要 vllm==0.8.5.post1"),
     ("在 GitHub Actions 和 DeepSeek-V3 上验证过", KEPT, ""),
     ("见 https://example.com/magic_cache.html 的说明", KEPT, ""),
@@ -404,3 +406,13 @@ def test_a_secret_in_what_grounding_drops_is_redacted_in_the_record(llm):
     assert [(x.field, x.reason) for x in d.meta.dropped] == [("risks", "unknown_path")]
     assert token not in render.digest_json(d)
     assert d.meta.dropped[0].text == "`tools/leak.py` 写死了令牌 [REDACTED:github_token]"
+
+
+def test_a_span_is_verified_whole_or_by_its_parts():
+    from prhub.ground import verified
+
+    known = verified(named_pr())
+    assert known("NCCLCheckpointEngine.__init__")
+    assert known("split_weight_chunks(..., meta_only=True)")
+    assert known("verl/utils/weights.py") and not known("verl/utils/magic_cache.py")
+    assert not known("pip check") and not known("RolloutWorker.flush_all_caches()")
