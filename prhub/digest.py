@@ -19,6 +19,7 @@ from prhub.model import (
     Coverage,
     DigestContent,
     DigestMeta,
+    Drop,
     PRDigest,
     PreparedPR,
     PullRequest,
@@ -209,7 +210,8 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
             redactions=dict(
                 Counter(pr.redactions) + Counter(prepared.redactions) + Counter(leaked)
             ),
-            dropped_citations=dropped,
+            dropped=dropped,
+            dropped_citations=len(dropped),
             failed_checks=failed,
             cache_key="",
             created_at=datetime.now(UTC),
@@ -219,19 +221,20 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
 
 def checked_reply(
     messages: Messages, pr: PullRequest, settings: Settings, llm: LLM
-) -> tuple[DigestContent, int, list[str], Usage, str | None]:
+) -> tuple[DigestContent, list[Drop], list[str], Usage, str | None]:
     """The model's digest, grounded and checked; one corrective call when a check fails.
 
     When only the title is wrong, the call asks for the title alone (small models copy the
     English title back when asked for the whole digest again). Returns the digest that fails
-    fewer checks, its dropped citations, the checks it still fails, and the usage of both calls.
+    fewer checks, what grounding dropped from the content it publishes, the checks it still
+    fails, and the usage of both calls.
     """
     facts = pr_facts(pr)
     content, usage = llm.complete(messages, DigestContent)
     content, dropped = ground_digest(content, pr)
     failed = checks.failures(content, pr, facts)
     if not failed:
-        return content, dropped, failed, usage, None
+        return content, _recorded(pr, dropped), failed, usage, None
     log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
     title_only = set(failed) <= checks.TITLE_CHECKS
     if title_only:
@@ -246,6 +249,11 @@ def checked_reply(
         told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
         again, more = llm.complete([*head, told], DigestContent)
     again, again_dropped = ground_digest(again, pr)
+    if title_only:
+        # The rest of the content is the first reply's, with what was dropped from it.
+        again_dropped = [d for d in dropped if d.field != "title"] + [
+            d for d in again_dropped if d.field == "title"
+        ]
     still = checks.failures(again, pr, facts)
     # A tie keeps the first answer: a retry that trades one fault for another is no better.
     used = None
@@ -254,7 +262,15 @@ def checked_reply(
         used = prompt(settings, "digest_title").id if title_only else None
     if failed:
         log.warning("#%d: the digest still fails %s", pr.number, ", ".join(failed))
-    return content, dropped, failed, usage + more, used
+    return content, _recorded(pr, dropped), failed, usage + more, used
+
+
+def _recorded(pr: PullRequest, dropped: list[Drop]) -> list[Drop]:
+    """The drops as the digest records and the log shows them: a secret in one is redacted."""
+    dropped = [scrub_reply(d)[0] for d in dropped]
+    for d in dropped:
+        log.info("#%d: grounding dropped from %s (%s): %s", pr.number, d.field, d.reason, d.text)
+    return dropped
 
 
 def _title_messages(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 from collections.abc import Callable
 
-from prhub.model import DigestContent, PullRequest
+from prhub.model import DigestContent, Drop, DropReason, PullRequest
+from prhub.prepare.redact import redact
 from prhub.report import WeeklyFacts, WeeklyNarrative
 from prhub.source import references
 from prhub.text import NUMBER, PR_COUNT, sentences
@@ -17,6 +20,18 @@ FILE = re.compile(
 )
 # Words that say a path was only mentioned, not changed.
 MENTIONED = re.compile(r"提到|提及|描述中|评论中|讨论中|评审中|mention", re.IGNORECASE)
+# ASCII only: Chinese next to an identifier separates it, as a space would.
+WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*")
+# A name in code shape: dotted or qualified parts, as prose may hold one outside code marks.
+CODE = re.compile(r"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
+SNAKE = re.compile(r"[A-Za-z0-9]_|_[A-Za-z0-9]")
+CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]{2}")  # not a plural acronym (GPUs)
+DUNDER = re.compile(r"__\w+__")
+STRING = re.compile(r"\"[^\"]*\"|'[^']*'")
+URL = re.compile(r"https?://\S+")
+LITERALS = {"True", "False", "None", "true", "false", "null", "none", "nil"}
+# Names every input has: Python's keywords and builtins, and literals.
+ALWAYS = {*keyword.kwlist, *dir(builtins), "self", "cls", *LITERALS}
 
 
 class _Tally:
@@ -24,16 +39,6 @@ class _Tally:
 
     def __init__(self) -> None:
         self.dropped = 0
-
-    def keep_items(self, items: list[str], unknown: Callable[[str], list[str]]) -> list[str]:
-        kept = [item for item in items if not unknown(item)]
-        self.dropped += len(items) - len(kept)
-        return kept
-
-    def keep_numbers(self, values: list[int], allowed: set[int]) -> list[int]:
-        kept = [v for v in dict.fromkeys(values) if v in allowed]
-        self.dropped += len(values) - len(kept)
-        return kept
 
 
 def pr_source(pr: PullRequest) -> str:
@@ -78,72 +83,176 @@ def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
     return lambda cited: cited in mentioned and not changed(cited)
 
 
-def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, int]:
-    """Drops what the digest cites that its input never had: PR numbers, paths, identifiers.
+def named(code: str) -> list[tuple[str, bool]]:
+    """The identifier-like tokens of code, each with whether it is a fragment of a glob.
 
-    A path the PR did not change (one its body or discussion only mentions) may not be shown
-    as changed: design decisions and risks naming it go, and so does a sentence of running
-    text that names it without saying it was mentioned. A list item citing something unknown
-    goes; in running text the span loses its code marks. Returns the digest and how many
-    citations were dropped.
+    A token is identifier-like by its spelling (snake_case, CamelCase) or by its place
+    (qualified by a dot, called, given a value or a type); plain words (`pip check`),
+    dunders, builtins, literals, strings and secrets are not, and need not be in the input.
     """
-    source, numbers, mentioned = pr_source(pr), known_numbers(pr), only_mentioned(pr)
-    tally = _Tally()
+    code = STRING.sub('""', code)
+    found = []
+    for match in WORD.finditer(code):
+        token, before, after = match.group(), code[: match.start()], code[match.end() :]
+        if token in ALWAYS or DUNDER.fullmatch(token):
+            continue
+        placed = re.search(r"(?:[A-Za-z_][A-Za-z0-9_]*|[)\]])(?:\.|::)$", before) or re.match(
+            r"(?:\.|::)[A-Za-z_]|\(|\s*=(?!=)|\s*:(?!:)\s*[A-Za-z_]", after
+        )
+        # A secret the model writes is no name it made up: scrub_reply replaces it.
+        if (SNAKE.search(token) or CAMEL.search(token) or placed) and not redact(token)[1]:
+            found.append((token, before.endswith("*") or after.startswith("*")))
+    return found
 
-    def cited(text: str) -> list[str]:
-        return [c.strip() for c in [*SPAN.findall(text), *PATH.findall(SPAN.sub("", text))]]
 
-    def unknown(text: str) -> list[str]:
-        return [c for c in cited(text) if c not in source] + [
-            f"#{n}" for n in map(int, NUMBER.findall(text)) if n not in numbers
-        ]
+def bare_names(text: str) -> list[tuple[str, bool]]:
+    """Identifier-like tokens of a text outside its code marks, paths and links: snake_case
+    names and dotted ones with a CamelCase part (a lone CamelCase word may be a product)."""
+    text = PATH.sub(" ", URL.sub(" ", SPAN.sub(" ", text)))
+    found = []
+    for match in CODE.finditer(text):
+        parts = re.split(r"\.|::", match.group())
+        if any(map(SNAKE.search, parts)) or (len(parts) > 1 and any(map(CAMEL.search, parts))):
+            found += named(match.group())
+    return found
 
-    def unchanged(text: str) -> list[str]:
-        """Paths cited as if changed that only the body or discussion names, and anything
-        unknown; an item that says the path was mentioned may name it."""
-        shown_changed = [] if MENTIONED.search(text) else [c for c in cited(text) if mentioned(c)]
-        return unknown(text) + shown_changed
 
-    def as_changed(text: str) -> str:
-        """Running text without the sentences that show a merely mentioned path as changed."""
-        kept = []
-        for sentence in sentences(text):
-            if MENTIONED.search(sentence) or not any(map(mentioned, cited(sentence))):
-                kept.append(sentence)
-            else:
-                tally.dropped += 1
-        return "".join(kept).strip()
+class _Shown:
+    """What the model was shown of a PR, to judge what its digest cites."""
 
-    def unmark(text: str) -> str:
-        """Unknown spans lose their code marks, unknown numbers go."""
+    def __init__(self, pr: PullRequest) -> None:
+        self.text = pr_source(pr)
+        self.words = set(WORD.findall(self.text))
+        self.numbers = known_numbers(pr)
+        self.mentioned = only_mentioned(pr)
 
-        def span(match: re.Match[str]) -> str:
-            if match.group(1).strip() in source:
-                return match.group(0)
-            tally.dropped += 1
-            return match.group(1)
+    def has(self, token: str, glob: bool) -> bool:
+        return any(token in w for w in self.words) if glob else token in self.words
 
+    def verbatim(self, cited: str) -> bool:
+        """The input holds it whole: not as part of a longer name (`a.py` is not `data.py`),
+        though a folder (`pkg/m0/`) may begin a path."""
+        head = "(?<![A-Za-z0-9_])" if WORD.match(cited) else ""
+        tail = "(?![A-Za-z0-9_])" if re.search(r"[A-Za-z0-9_]$", cited) else ""
+        return re.search(head + re.escape(cited) + tail, self.text) is not None
+
+    def span(self, span: str) -> DropReason | bool:
+        """Why a code span cannot stand; else whether it keeps its code marks (it is verified)."""
+        span = span.strip()
+        if not span or self.verbatim(span):
+            return True
+        if PATH.fullmatch(span) or FILE.fullmatch(span):
+            return "unknown_path"
+        names = named(span)
+        if not all(self.has(*name) for name in names):
+            return "unknown_identifier"
+        code = WORD.findall(STRING.sub('""', span))
+        return bool(names) or any(w in LITERALS or DUNDER.fullmatch(w) for w in code)
+
+    def fault(self, text: str, provenance: bool) -> DropReason | None:
+        """Why a sentence or item cannot stand: it names a path or identifier the input never
+        had, or (with provenance) shows a path the PR only mentions as changed."""
+        spans = [s.strip() for s in SPAN.findall(text)]
+        for span in spans:
+            verdict = self.span(span)
+            if isinstance(verdict, str):
+                return verdict
+        paths = PATH.findall(SPAN.sub(" ", text))
+        if not all(map(self.verbatim, paths)):
+            return "unknown_path"
+        if not all(self.has(*name) for name in bare_names(text)):
+            return "unknown_identifier"
+        if provenance and not MENTIONED.search(text) and any(map(self.mentioned, spans + paths)):
+            return "mentioned_as_changed"
+        return None
+
+    def unmark(self, text: str) -> str:
+        """Code spans that cannot be verified (a command, a glob, a value) lose their marks."""
+        return SPAN.sub(lambda m: m.group(0) if self.span(m.group(1)) is True else m.group(1), text)
+
+
+def verified(pr: PullRequest) -> Callable[[str], bool]:
+    """Whether a code span keeps its marks in a digest of `pr`: the input has it whole, or
+    has every identifier-like part of it (`NCCLCheckpointEngine.__init__`)."""
+    shown = _Shown(pr)
+    return lambda span: shown.span(span) is True
+
+
+def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, list[Drop]]:
+    """Drops what the digest claims that its input never had, and records each drop.
+
+    A sentence of running text or a list item goes when it names a path or an identifier-like
+    token that is nowhere in the input, or shows a path the PR did not change (one its body or
+    discussion only mentions) as changed; follow-ups and discussion notes may name mentioned
+    paths. A code span that cannot be verified but names nothing (a command, a glob) only loses
+    its code marks. Unknown PR numbers go from running text, with their list item, or from the
+    related PRs; an unknown span goes from the title.
+    """
+    shown = _Shown(pr)
+    drops: list[Drop] = []
+
+    def numbers(field: str, text: str) -> str:
         def number(match: re.Match[str]) -> str:
-            if int(match.group(1)) in numbers:
+            if int(match.group(1)) in shown.numbers:
                 return match.group(0)
-            tally.dropped += 1
+            drops.append(Drop(field=field, text=match.group(0), reason="unknown_number"))
             return ""
 
-        return NUMBER.sub(number, SPAN.sub(span, text))
+        return NUMBER.sub(number, text)
+
+    def title(text: str) -> str:
+        def span(match: re.Match[str]) -> str:
+            verdict = shown.span(match.group(1))
+            if isinstance(verdict, str):
+                drops.append(Drop(field="title", text=match.group(0), reason=verdict))
+                return ""
+            return match.group(0) if verdict else match.group(1)
+
+        return re.sub(r"  +", " ", numbers("title", SPAN.sub(span, text))).strip()
+
+    def prose(field: str, text: str) -> str:
+        kept = []
+        for sentence in sentences(text):
+            reason = shown.fault(sentence, provenance=True)
+            if reason:
+                drops.append(Drop(field=field, text=sentence.strip(), reason=reason))
+            else:
+                kept.append(numbers(field, shown.unmark(sentence)))
+        return "".join(kept).strip()
+
+    def items(field: str, values: list[str], provenance: bool) -> list[str]:
+        kept = []
+        for item in values:
+            unknown = any(int(n) not in shown.numbers for n in NUMBER.findall(item))
+            reason = shown.fault(item, provenance) or ("unknown_number" if unknown else None)
+            if reason:
+                drops.append(Drop(field=field, text=item, reason=reason))
+            else:
+                kept.append(shown.unmark(item))
+        return kept
+
+    def related(values: list[int]) -> list[int]:
+        kept = []
+        for n in dict.fromkeys(values):
+            if n in shown.numbers - {pr.number}:
+                kept.append(n)
+            else:
+                drops.append(Drop(field="related_prs", text=f"#{n}", reason="unknown_number"))
+        return kept
 
     grounded = content.model_copy(
         update={
-            "title": unmark(content.title),
-            "advice": unmark(as_changed(content.advice)),
-            "importance_reason": unmark(as_changed(content.importance_reason)),
-            "design_decisions": tally.keep_items(content.design_decisions, unchanged),
-            "risks": tally.keep_items(content.risks, unchanged),
-            "follow_ups": tally.keep_items(content.follow_ups, unknown),
-            "discussion": tally.keep_items(content.discussion, unknown),
-            "related_prs": tally.keep_numbers(content.related_prs, numbers - {pr.number}),
+            "title": title(content.title),
+            "advice": prose("advice", content.advice),
+            "importance_reason": prose("importance_reason", content.importance_reason),
+            "design_decisions": items("design_decisions", content.design_decisions, True),
+            "risks": items("risks", content.risks, True),
+            "follow_ups": items("follow_ups", content.follow_ups, False),
+            "discussion": items("discussion", content.discussion, False),
+            "related_prs": related(content.related_prs),
         }
     )
-    return grounded, tally.dropped
+    return grounded, drops
 
 
 def fact_counts(facts: WeeklyFacts) -> set[int]:

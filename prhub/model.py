@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from prhub.reply import REPLY, Number, Numbers, Texts, one_of
 from prhub.tags import tag_name
@@ -211,17 +211,38 @@ class ChineseTitle(BaseModel):
     title: str = Field(description="一句中文标题，不超过 40 个字，代码标识符保留原文")
 
 
+# Why grounding removed a piece of a digest (prhub.ground).
+DropReason = Literal["unknown_path", "unknown_identifier", "mentioned_as_changed", "unknown_number"]
+
+
+class Drop(BaseModel):
+    """One piece of a digest grounding removed: the field, its text and why."""
+
+    field: str
+    text: str
+    reason: DropReason
+
+
 class DigestMeta(BaseModel):
     prompt: str  # task@version
     model: str
     usage: Usage
     coverage: Coverage
     redactions: dict[str, int] = {}
+    # What grounding removed from the published content; the count is its length (digests
+    # stored before the list was recorded keep their count alone).
+    dropped: list[Drop] = []
     dropped_citations: int = 0
     # Content checks the published digest still fails after its corrective call (prhub.checks).
     failed_checks: list[str] = []
     cache_key: str = ""
     created_at: datetime
+
+    @model_validator(mode="after")
+    def _counted(self) -> DigestMeta:
+        if self.dropped:
+            self.dropped_citations = len(self.dropped)
+        return self
 
 
 class PRDigest(BaseModel):

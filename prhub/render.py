@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -38,6 +39,13 @@ _ENTITIES = {"<": "&lt;", "&": "&amp;"}
 _BLOCK_START = re.compile(r"^(?:#{1,6}(?=\s|$)|>|[-+](?=\s|$)|-(?=-))")
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 _HEADING_END = re.compile(r"(?:(?<=\s)|^)#+$")  # the closing #s of a heading would vanish
+# Why grounding dropped something, as the footer says it, in the order it lists them.
+DROP_REASONS = {
+    "unknown_path": "输入中没有的路径",
+    "unknown_identifier": "输入中没有的标识符",
+    "mentioned_as_changed": "把仅被提及的文件说成改动",
+    "unknown_number": "输入中没有的编号",
+}
 
 
 def one_line(text: str | None) -> str:
@@ -128,11 +136,18 @@ def digest_footer(d: PRDigest) -> str:
     if meta.redactions:
         parts.append(f"脱敏 {sum(meta.redactions.values())} 处")
     if meta.dropped_citations:
-        parts.append(f"删去无据引用 {meta.dropped_citations} 处")
+        parts.append(f"删去无据引用 {meta.dropped_citations} 处" + dropped_why(d))
     if meta.failed_checks:
         failed = "、".join(LABELS.get(name, name) for name in meta.failed_checks)
         parts.append(f"未通过检查：{failed}")
     return " · ".join(parts)
+
+
+def dropped_why(d: PRDigest) -> str:
+    """What grounding dropped from a digest, by reason; nothing for one stored without it."""
+    reasons = Counter[str](drop.reason for drop in d.meta.dropped)
+    why = "、".join(f"{label} {reasons[r]}" for r, label in DROP_REASONS.items() if reasons[r])
+    return f"（{why}）" if why else ""
 
 
 def weekly_footer(r: WeeklyReport) -> str:
