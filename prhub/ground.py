@@ -19,7 +19,9 @@ FILE = re.compile(
     r"[\w.-]+\.(?:py|pyi|md|rst|txt|ya?ml|toml|json|cfg|ini|sh|cc?|cpp|cu|h|hpp|go|rs|js|ts)"
 )
 # Words that say a path was only mentioned, not changed.
-MENTIONED = re.compile(r"提到|提及|描述中|评论中|讨论中|评审中|mention", re.IGNORECASE)
+MENTIONED = re.compile(
+    r"提到|提及|描述中|描述里|描述称|据描述|作者称|评论中|讨论中|评审中|mention", re.IGNORECASE
+)
 # ASCII only: Chinese next to an identifier separates it, as a space would.
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*")
 # A name in code shape: dotted or qualified parts, as prose may hold one outside code marks.
