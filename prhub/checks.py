@@ -67,8 +67,7 @@ RECORDED = frozenset({"title_too_long"})
 
 
 def chinese(text: str, least: int = 4) -> bool:
-    """Mostly Chinese once code, paths and identifiers are set aside: `least` Chinese characters
-    or more, and at least three for every two English words left (the references mix in terms)."""
+    """Mostly Chinese once code is set aside: `least` characters, 3 per 2 English words."""
     prose = _CODEISH.sub(" ", text)
     cjk = len(_CJK.findall(prose))
     return cjk >= least and cjk * 2 >= len(_WORD.findall(prose)) * 3

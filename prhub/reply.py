@@ -185,8 +185,7 @@ def echo(text: str, notes: frozenset[str] = frozenset()) -> bool:
 
 
 def nothing(value: Any, notes: frozenset[str] = frozenset()) -> bool:
-    """An item that is no item: it says there is none (无, N/A, 无后续动作, 暂无风险) or echoes
-    the example (a note in angle brackets, or the notes' wording)."""
+    """An item that is none: it says so (无, N/A, 无后续动作, 暂无风险) or echoes the example."""
     if not isinstance(value, str):
         return False
     text = value.strip().rstrip("。.").lower()
@@ -199,8 +198,7 @@ def _bare(text: str) -> str:
 
 
 def _answered(value: Any, notes: frozenset[str], left: list[str]) -> Any:
-    """A reply's object with the items that are no item left out of its lists (and into `left`),
-    at any depth; an object in a list whose every text is no item (a copied example) goes too."""
+    """The reply without the list items that are none, at any depth; they go into `left`."""
     if isinstance(value, dict):
         return {k: _answered(v, notes, left) for k, v in value.items()}
     if not isinstance(value, list):

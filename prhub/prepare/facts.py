@@ -56,8 +56,7 @@ class Facts:
 
 
 def revert_target(pr: PullRequest, repo: str | None = None) -> tuple[bool, int | None]:
-    """Whether `pr` is a revert (its title says so, or its body is git's revert message), and
-    the PR its title or body says it reverts."""
+    """Whether `pr` is a revert (by its title or git's message), and the PR it says it reverts."""
     if not (parse_title(pr.title).revert or REVERT_COMMIT.search(pr.body)):
         return False, None
     reverted = None
