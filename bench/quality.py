@@ -12,10 +12,11 @@ Columns: files and lines changed; calls planned, made (usage.calls), HTTP reques
 refused (status >= 400, e.g. a response_format the server does not take); 1st: valid without a
 corrective call (calls == planned); fix: corrective calls, of them rej: replies rejected by
 validation, chk: content checks failed; zh: Chinese title (prhub.checks.chinese); tlen: title
-characters; cite: code spans and paths cited that are in the PR, bad: paths cited that are not,
-drop: citations grounding dropped; ph: texts that hold an example placeholder, echo the
-wording of the example or of a corrective call, or say nothing; verdict, importance, minutes;
-tokens in/out (failed PRs: what their calls cost); seconds; failed checks, or the error.
+length in 字 as checks.TITLE_RULE counts them; cite: code spans and paths cited that are in the
+PR, bad: paths cited that are not, drop: citations grounding dropped; ph: texts that hold an
+example placeholder, echo the wording of the example or of a corrective call, or say nothing;
+verdict, importance, minutes; tokens in/out (failed PRs: what their calls cost); seconds; failed
+checks, or the error.
 """
 
 from __future__ import annotations
@@ -335,7 +336,7 @@ def cells(row: Row) -> list[str]:
         str(row.rejected),
         str(row.rechecked),
         yes(row.chinese),
-        str(len(row.title)) if done else "-",
+        str(checks.title_length(row.title)) if done else "-",
         str(row.cited) if done else "-",
         str(row.bad) if done else "-",
         str(row.dropped) if done else "-",
@@ -376,7 +377,7 @@ def report(rows: list[Row], settings: Settings, corpus: Path, mode: str) -> None
     errors = Counter(r.error for r in rows if not r.ok)
     importance = Counter(round(r.importance) for r in done if r.importance is not None)
     checks_failed = Counter(c for r in done for c in r.failed_checks)
-    lengths = [len(r.title) for r in done]
+    lengths = [checks.title_length(r.title) for r in done]
     print()
     print(f"PRs               {len(rows)}: {n} digested, {len(rows) - n} failed ({tally(errors)})")
     print(f"first-try valid   {share(sum(bool(r.first_try) for r in done), n)}")

@@ -154,7 +154,7 @@ def weekly_facts(
     dirs: defaultdict[str, set[int]] = defaultdict(set)
     authors: defaultdict[str, list[int]] = defaultdict(list)
     for pr in prs:
-        mods, kind, _ = parse_title(pr.title)
+        mods, kind, *_ = parse_title(pr.title)
         mods = list(dict.fromkeys(tag_name(m, aliases) for m in mods))
         # An unknown word before the colon ("vLLM: bump") is not a type.
         kind = kind if kind in KINDS else None
@@ -265,7 +265,7 @@ def _breaking_reasons(pr: PullRequest) -> list[str]:
     reasons = []
     if "[breaking]" in pr.title.lower():
         reasons.append("标题标注 [BREAKING]")
-    elif parse_title(pr.title)[2]:
+    elif parse_title(pr.title).breaking:
         reasons.append("标题带破坏性变更标记")
     added = [text for f in pr.files for sign, text in _lines(f.patch) if sign == "+"]
     for change in pr.files:

@@ -6,30 +6,34 @@ import re
 
 from prhub.ground import PATH, SPAN, pr_source
 from prhub.model import DigestContent, PullRequest
+from prhub.prepare.discussion import WHERE, WHO
 from prhub.prepare.facts import Facts
+from prhub.tags import parse_title
 
-TITLE_MAX = 40  # characters
+TITLE_MAX = 40  # 字, as TITLE_RULE counts them; every reference title has 33 or fewer
+TITLE_FAR = 60  # 字: a title this long is a paragraph, worth a corrective call
+# The length rule, stated in these words by the prompts, the reply's example and the correction.
+TITLE_RULE = f"不超过 {TITLE_MAX} 字（英文词、标识符、数字各算 1 字）"
 DOCS_IMPORTANCE_MAX = 4.0  # a PR that only edits documentation is not a key change
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
+_WORD = re.compile(r"[A-Za-z]+")
+# What TITLE_RULE counts as one 字: a Chinese character, or a word, identifier, path or number.
+_UNIT = re.compile(rf"{_CJK.pattern}|[A-Za-z0-9]+(?:[_.\-/+^][A-Za-z0-9]+)*")
 # Code spans, URLs, paths and identifiers (snake_case, dotted, CAPS, CamelCase): English by nature.
 _CODEISH = re.compile(
     r"`[^`]*`|https?://\S+|(?:[\w.-]+/)+[\w.-]+|\b\w*[_.]\w+\b|\b[A-Z0-9]{2,}\w*\b"
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b",  # CamelCase: a class name
     re.ASCII,
 )
-_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)*\w+(\([^)]*\))?!?:")
 _REVERT_WORDS = ("回滚", "撤销", "还原", "撤回", "回退", "revert")
-# How the prompt shows a discussion entry: "[评审 APPROVED] @who（MEMBER）：text".
-_ENTRY = re.compile(r"^\s*\[?(?:评审|行内评论|讨论)[^\]\n]*\]\s*@")
-_LABELLED = re.compile(r"@\S+（[A-Z_]+(?:，bot)?）：")
 _HANDLE = re.compile(r"@[\w.\[\]-]+")
 _STATES = re.compile(r"\b(?:APPROVED|CHANGES_REQUESTED|COMMENTED|DISMISSED|[A-Z_]{4,})\b")
 
 # Each check's name, as recorded in a digest, and what the model is told when it fails.
 MESSAGES = {
     "title_multiline": "标题必须是一行。",
-    "title_too_long": f"标题不能超过 {TITLE_MAX} 个字符。",
+    "title_too_long": f"标题要短：{TITLE_RULE}。",
+    "title_far_too_long": f"标题要短：{TITLE_RULE}。",
     "title_not_chinese": "标题必须用中文概括改动（标识符可以保留英文）。",
     "title_copied": "标题不能照抄 PR 的英文原标题，要用中文说明改了什么、为什么重要。",
     "advice_uncited": "阅读建议必须点名至少一个本 PR 改动的文件或标识符（用反引号）。",
@@ -44,6 +48,7 @@ MESSAGES = {
 LABELS = {
     "title_multiline": "标题多行",
     "title_too_long": "标题过长",
+    "title_far_too_long": "标题过长",
     "title_not_chinese": "标题不是中文",
     "title_copied": "标题照抄原标题",
     "advice_uncited": "建议未点名文件",
@@ -54,33 +59,62 @@ LABELS = {
 }
 
 
-TITLE_CHECKS = frozenset({"title_multiline", "title_too_long", "title_not_chinese", "title_copied"})
+TITLE_CHECKS = frozenset(
+    {"title_multiline", "title_too_long", "title_far_too_long", "title_not_chinese", "title_copied"}
+)
+# Recorded in the digest but not worth a corrective call: a reader still takes the digest.
+RECORDED = frozenset({"title_too_long"})
 
 
 def chinese(text: str, least: int = 4) -> bool:
-    """Mostly Chinese once code, paths and identifiers are set aside."""
+    """Mostly Chinese once code is set aside: `least` characters, 3 per 2 English words."""
     prose = _CODEISH.sub(" ", text)
     cjk = len(_CJK.findall(prose))
-    return cjk >= least and cjk * 2 >= len(_LATIN.findall(prose))
+    return cjk >= least and cjk * 2 >= len(_WORD.findall(prose)) * 3
+
+
+def title_length(title: str) -> int:
+    """A title's length in 字 as TITLE_RULE counts them; punctuation and spaces count none."""
+    return len(_UNIT.findall(title))
+
+
+def needs_correction(failed: list[str]) -> bool:
+    """Whether the checks failed are worth a corrective call: some a reader would reject."""
+    return any(name not in RECORDED for name in failed)
+
+
+def title_failures(title: str, original: str = "") -> list[str]:
+    """The title checks `title` fails; `original` is the PR's own title, when known."""
+    title = title.strip()
+    failed = []
+    if "\n" in title or "\r" in title:
+        failed.append("title_multiline")
+    size = title_length(title)
+    if size > TITLE_MAX:
+        failed.append("title_too_long" if size <= TITLE_FAR else "title_far_too_long")
+    if not chinese(title):
+        failed.append("title_not_chinese")
+    if original and _copied(title, original):
+        failed.append("title_copied")
+    return failed
+
+
+def text_failures(advice: str, items: list[str] | None = None) -> list[str]:
+    """The text checks the advice and the listed items fail."""
+    joined = "\n".join(items or [])
+    if not chinese(advice, least=20) or (joined and not chinese(joined)):
+        return ["not_chinese"]
+    return []
 
 
 def failures(content: DigestContent, pr: PullRequest, facts: Facts) -> list[str]:
     """The names of the checks `content` fails, in a stable order."""
     title = content.title.strip()
-    failed = []
-    if "\n" in title or "\r" in title:
-        failed.append("title_multiline")
-    if len(title) > TITLE_MAX:
-        failed.append("title_too_long")
-    if not chinese(title):
-        failed.append("title_not_chinese")
-    if _copied(title, pr.title):
-        failed.append("title_copied")
+    failed = title_failures(title, pr.title)
     if pr.files and not _cites(content.advice, pr):
         failed.append("advice_uncited")
-    items = "\n".join([*content.design_decisions, *content.risks, *content.follow_ups])
-    if not chinese(content.advice, least=20) or (items and not chinese(items)):
-        failed.append("not_chinese")
+    items = [*content.design_decisions, *content.risks, *content.follow_ups]
+    failed += text_failures(content.advice, items)
     said = f"{title}\n{content.advice}".lower()
     if facts.revert and not any(word in said for word in _REVERT_WORDS):
         failed.append("revert_misread")
@@ -101,9 +135,9 @@ def note_fails(note: str) -> bool:
 def copied_entry(note: str) -> bool:
     """Whether a discussion note is a line of the prompt's discussion copied back: its
     `[kind] @who（ASSOCIATION）：` prefix, or that label followed by the comment's own English."""
-    if _ENTRY.search(note):
+    if WHERE.match(note.lstrip()):
         return True
-    labelled = _LABELLED.search(note)
+    labelled = WHO.search(note)
     return labelled is not None and not chinese(note[labelled.end() :], least=2)
 
 
@@ -117,7 +151,7 @@ def _copied(title: str, original: str) -> bool:
     def norm(text: str) -> str:
         return re.sub(r"\W+", "", text).lower()
 
-    theirs = norm(_PREFIX.sub("", original))  # "[mod] fix: " says nothing of the change
+    theirs = norm(parse_title(original).subject)  # "[mod] fix: " says nothing of the change
     return len(theirs) >= 8 and theirs in norm(title)
 
 

@@ -180,7 +180,7 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         prompt_id += f"+{title_prompt}"  # the published title came from the title prompt
     content, leaked = scrub_reply(content)
     usage += spent
-    modules, kind, breaking = parse_title(pr.title)
+    modules, kind, breaking, *_ = parse_title(pr.title)
     return PRDigest(
         repo=pr.repo,
         number=pr.number,

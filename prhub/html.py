@@ -14,7 +14,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from prhub.labels import LabelsView
-from prhub.model import PRDigest
+from prhub.model import VERDICTS, PRDigest
 from prhub.render import (
     CODE_SPAN,
     digest_footer,
@@ -42,7 +42,7 @@ __all__ = ["digest_html", "labels_html", "weekly_html"]
 _TEMPLATES = Path(__file__).parent / "templates"
 # A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
 _INLINE = re.compile(rf"{CODE_SPAN.pattern}|(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
-_VERDICT_CLASS = {"精读": "v-deep", "快速浏览": "v-skim", "可跳过": "v-skip"}
+_VERDICT_CLASS = dict(zip(VERDICTS, ("v-deep", "v-skim", "v-skip"), strict=True))
 
 
 @cache

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -167,6 +167,7 @@ class Usage(BaseModel):
 
 
 Verdict = Literal["精读", "快速浏览", "可跳过"]
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 
 class DigestContent(BaseModel):
@@ -174,8 +175,11 @@ class DigestContent(BaseModel):
 
     model_config = REPLY
 
-    title: str = Field(description="一行中文标题：改了什么、为什么重要，不超过 40 个汉字")
-    verdict: Annotated[Verdict, one_of(Verdict)] = Field(
+    title: str = Field(
+        description="一行中文标题：改了什么、为什么重要，"
+        "不超过 40 字（英文词、标识符、数字各算 1 字）"
+    )
+    verdict: Annotated[Verdict, one_of(VERDICTS)] = Field(
         description="阅读建议：精读 / 快速浏览 / 可跳过"
     )
     minutes: Annotated[int, Number] = Field(ge=1, le=120, description="读懂这个 PR 需要的分钟数")
@@ -208,7 +212,10 @@ class ChineseTitle(BaseModel):
 
     model_config = REPLY
 
-    title: str = Field(description="一句中文标题，不超过 40 个字，代码标识符保留原文")
+    title: str = Field(
+        description="一句中文标题，不超过 40 字（英文词、标识符、数字各算 1 字），"
+        "代码标识符保留原文"
+    )
 
 
 # Why grounding removed a piece of a digest (prhub.ground).

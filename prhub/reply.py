@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
-from typing import Annotated, Any, TypeVar, get_args
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("prhub")
 
 # List items that say "nothing here" rather than name something.
 PLACEHOLDERS = frozenset(
-    {"", "-", "--", "—", "/", "none", "null", "nil", "n/a", "na", "无", "暂无", "没有", "无。"}
+    {"", "-", "--", "—", "/", "none", "null", "nil", "n/a", "na", "nothing", "not applicable"}
+    | {"无", "暂无", "没有", "不适用", "无。"}
 )
 _NOTHING = re.compile(
-    r"(?:无|暂无|没有)(?:明显|需要|其他|特别)?的?(?:后续(?:动作|跟进)?|风险|设计决策|讨论|跟进)"
+    r"(?:无|暂无|没有|未发现)(?:明显|需要|其他|特别|任何|相关)?的?"
+    r"(?:后续(?:动作|跟进)?|风险点?|设计决策|(?:评审)?讨论(?:要点)?|跟进|相关\s*pr)"
 )
+_NOTHING_EN = re.compile(
+    r"no(?: (?:obvious|notable|known|other))? "
+    r"(?:risks?|follow[- ]?ups?|discussions?|design decisions?|related prs?)"
+)
+# A text wholly in angle brackets is an example's note, never an answer: "<无风险点>".
+_BRACKETED = re.compile(r"\s*[<＜][^<>＜＞]*[>＞]\s*")
+_CLAUSE = re.compile(r"[，,：:；;]")
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OUT_OF_TEN = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*/\s*10\s*")
@@ -89,24 +100,26 @@ def read(reply: str, schema: type[M]) -> M:
         what = "the reply was empty" if not reply.strip() else "the reply holds no JSON object"
         raise ReplyError(f"Invalid JSON: {what}")
     closest: ValidationError | None = None  # what to tell the model: the nearest miss
-    marks = {s for s in _strings(example(schema)) if s.startswith("<")}
+    notes = example_notes(schema)
     for value in found:
-        if isinstance(value, dict):  # an example item left in a list means "none here"
-            value = {
-                k: [x for x in v if not (isinstance(x, str) and x in marks)]
-                if isinstance(v, list)
-                else v
-                for k, v in value.items()
-            }
+        left: list[str] = []  # an echo or a "none" left in a list means "none here"
+        value = _answered(value, notes, left)
         try:
             valid = schema.model_validate(value)
         except ValidationError as exc:
             if closest is None or exc.error_count() < closest.error_count():
                 closest = exc
             continue
-        copied = _strings(value) & marks
+        copied = {text for text in _strings(value) if echo(text, notes)}
         if copied:  # a small model may hand the example back instead of filling it in
             raise ReplyError(f"the example's placeholder was copied, not filled in: {min(copied)}")
+        if left:
+            log.info(
+                "%s: %d list items that say nothing or echo the example read as none: %s",
+                schema.__name__,
+                len(left),
+                " | ".join(left),
+            )
         return valid
     errors = closest.errors()[:10] if closest else []  # every object found failed validation
     problems = [
@@ -159,22 +172,59 @@ def _strings(value: Any) -> set[str]:
     return set().union(*map(_strings, items))
 
 
-def _placeholder(value: Any) -> bool:
-    """An empty item as models write it: 无, N/A, or a short one such as 无后续动作, 暂无风险."""
+def example_notes(schema: type[BaseModel]) -> frozenset[str]:
+    """The wording of the example's notes, whole and by clause: what an echo repeats."""
+    notes = {_bare(s) for s in _strings(example(schema)) if s.startswith("<")}
+    clauses = {c.strip() for note in notes for c in _CLAUSE.split(note)}
+    return frozenset(n for n in notes | clauses if len(n) >= 3)
+
+
+def echo(text: str, notes: frozenset[str] = frozenset()) -> bool:
+    """A text that is the example's own note: in angle brackets, or its wording (`notes`)."""
+    return bool(_BRACKETED.fullmatch(text)) or _bare(text) in notes
+
+
+def nothing(value: Any, notes: frozenset[str] = frozenset()) -> bool:
+    """An item that is none: it says so (无, N/A, 无后续动作, 暂无风险) or echoes the example."""
     if not isinstance(value, str):
         return False
     text = value.strip().rstrip("。.").lower()
-    return text in PLACEHOLDERS or bool(_NOTHING.fullmatch(text))
+    said_none = text in PLACEHOLDERS or _NOTHING.fullmatch(text) or _NOTHING_EN.fullmatch(text)
+    return bool(said_none) or echo(value, notes)
+
+
+def _bare(text: str) -> str:
+    return text.strip().strip("<>＜＞").strip().rstrip("。.")
+
+
+def _answered(value: Any, notes: frozenset[str], left: list[str]) -> Any:
+    """The reply without the list items that are none, at any depth; they go into `left`."""
+    if isinstance(value, dict):
+        return {k: _answered(v, notes, left) for k, v in value.items()}
+    if not isinstance(value, list):
+        return value
+    kept = []
+    for item in value:
+        if nothing(item, notes) or (isinstance(item, dict) and _hollow(item, notes)):
+            left.append(item if isinstance(item, str) else json.dumps(item, ensure_ascii=False))
+        else:
+            kept.append(_answered(item, notes, left))
+    return kept
+
+
+def _hollow(value: dict[str, Any], notes: frozenset[str]) -> bool:
+    texts = [v for v in value.values() if not isinstance(v, (dict, list))]
+    return bool(texts) and all(isinstance(v, str) and nothing(v, notes) for v in texts)
 
 
 def listed(value: Any) -> Any:
     """A list as models write it: null or a placeholder for none, one text for a list of one."""
-    if value is None or _placeholder(value):
+    if value is None or nothing(value):
         return []
     if isinstance(value, str):
         value = [value]
     if isinstance(value, list):
-        return [v.strip() if isinstance(v, str) else v for v in value if not _placeholder(v)]
+        return [v.strip() if isinstance(v, str) else v for v in value if not nothing(v)]
     return value
 
 
@@ -189,9 +239,8 @@ def number(value: Any) -> Any:
     return float(found[0]) if "." in found[0] else int(found[0])
 
 
-def one_of(literal: Any) -> BeforeValidator:
+def one_of(options: tuple[str, ...]) -> BeforeValidator:
     """Accepts a choice with notes after it ("精读（约 10 分钟）") when no other choice is named."""
-    options: tuple[str, ...] = get_args(literal)
 
     def choose(value: Any) -> Any:
         if not isinstance(value, str):

@@ -132,3 +132,50 @@ def test_chinese_discussion_notes_in_the_prompts_own_shape_pass() -> None:
     assert not note_fails("@wuxibin89 批准（APPROVED）")  # short, but what the prompt asks for
     assert copied_entry("@hana（MEMBER）：A module constant here hides the interval")
     assert note_fails("Copilot suggested a test for odd lengths.")
+
+
+def test_one_length_rule_in_one_unit_stated_identically_everywhere() -> None:
+    from prhub.llm import load_prompt
+    from prhub.model import ChineseTitle
+
+    rule = checks.TITLE_RULE
+    assert rule in (DigestContent.model_fields["title"].description or "")
+    assert rule in (ChineseTitle.model_fields["title"].description or "")
+    assert rule in checks.MESSAGES["title_too_long"]
+    for task in ("digest", "digest_title"):
+        source = load_prompt(task).source  # the latest version's templates
+        assert rule in source, task
+        assert "40 个" not in source and "≤40" not in source, task
+
+
+def test_a_title_counts_words_and_identifiers_as_one_each() -> None:
+    assert checks.title_length("修复 `compute_policy_loss` 的 OOM 问题") == 7
+    assert checks.title_length("消除 O(N^2) 重复 tokenize，提速 8 倍") == 11
+    assert checks.title_length("新增 GLM-5.2 在 verl/models/pad.py 的示例。") == 8
+
+
+def test_only_what_a_reader_rejects_costs_a_corrective_call() -> None:
+    p = pr()
+    slightly_long = "修复" * 22  # 44 字: over the rule, still one readable line
+    failed = checks.failures(content(title=slightly_long), p, pr_facts(p))
+    assert failed == ["title_too_long"] and not checks.needs_correction(failed)
+    rambling = "修复" * 31
+    assert checks.title_failures(rambling) == ["title_far_too_long"]
+    assert checks.needs_correction(checks.title_failures(rambling))
+    english = checks.title_failures("Clamp sampling temperature to avoid division by zero")
+    assert english == ["title_not_chinese"] and checks.needs_correction(english)
+    copied = checks.title_failures(
+        "修复 clamp temperature 问题", "[rollout] fix: clamp temperature"
+    )
+    assert copied == ["title_copied"] and checks.needs_correction(copied)
+
+
+def test_a_chinese_title_with_english_terms_passes_and_english_copied_back_fails() -> None:
+    # as strong models and the references write them
+    assert checks.chinese(
+        "连续 token 将 generation prompt 融合进末组渲染，消除 O(N^2) 重复 tokenize"
+    )
+    assert checks.chinese("新增 Ascend NPU batch-invariant 开关回归测试（14 例）")
+    assert checks.chinese("修复 trl 新版本下 value-head critic 导入崩溃")
+    assert not checks.chinese("Fuse the generation prompt into the last group render")
+    assert not checks.chinese("修复：fuse the generation prompt into the last group render")

@@ -107,7 +107,7 @@ def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> N
     assert any(verdict in result.stdout for verdict in ("**精读**", "**快速浏览**", "**可跳过**"))
     footer = [line for line in lines if line.startswith("<sub>")]
     assert len(footer) == 1
-    assert "digest@v3 · gpt-4o-mini" in footer[0]
+    assert "digest@v4 · gpt-4o-mini" in footer[0]
     # stderr holds the closing summary alone; --quiet leaves it empty
     [summary] = result.stderr.splitlines()
     assert summary.startswith("prhub: 1 PRs (0 from the store, 0 failed) · 1 LLM calls · ")
@@ -123,7 +123,7 @@ def test_json_digest(env: dict[str, str | None]) -> None:
     digest = json.loads(result.stdout)
     assert (digest["repo"], digest["number"], digest["url"]) == ("acme/rocket", 101, PR_URL)
     meta = digest["meta"]
-    assert meta["prompt"] == "digest@v3"
+    assert meta["prompt"] == "digest@v4"
     assert meta["model"] == "gpt-4o-mini"
     assert meta["usage"]["calls"] == 1
     assert meta["usage"]["tokens_in"] > 0 and meta["usage"]["tokens_out"] > 0

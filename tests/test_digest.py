@@ -184,7 +184,7 @@ def test_an_english_title_is_corrected_with_one_extra_call(llm):
     assert "标题必须用中文" in asked[1] and "标题必须用中文" not in asked[0]
     assert "请写这个 PR 的中文标题" in asked[1]  # the title alone is asked again
     assert made.content.title.startswith("采样温度") and made.meta.failed_checks == []
-    assert made.meta.prompt == "digest@v3+digest_title@v1"  # the title says where it came from
+    assert made.meta.prompt == "digest@v4+digest_title@v2"  # the title says where it came from
 
 
 def test_a_check_that_still_fails_is_recorded_not_hidden(llm):

@@ -148,3 +148,22 @@ def test_notes_that_copy_the_discussion_back_are_corrected_then_dropped(llm: LLM
     assert "**评审讨论**\n\n- @lead 要求补一个单元测试" in shown
     assert "评审讨论 1/1 条" in shown
     assert (made.meta.coverage.comments, made.meta.coverage.comments_shown) == (1, 1)
+
+
+def test_every_entry_the_prompt_shows_is_known_as_a_copy_when_handed_back() -> None:
+    """The check reads entries by the format the discussion writes, not by a pattern of its own."""
+    from prhub import checks
+    from prhub.prepare import discussion as written
+
+    comments = [
+        Comment(kind="review", author="lead", association="MEMBER", body="LGTM", state="APPROVED"),
+        Comment(
+            kind="inline", author="a.b-c", association="NONE", body="Nit.", path="x.py", line=3
+        ),
+        Comment(kind="conversation", author="ci[bot]", association="NONE", bot=True, body="ok"),
+    ]
+    lines = discussion(comments, SMALL).text.splitlines()
+    assert len(lines) == len(written.KINDS) == 3
+    assert all(checks.copied_entry(line) and checks.note_fails(line) for line in lines)
+    assert all(written.WHO.search(line) for line in lines)
+    assert not checks.copied_entry("@lead（MEMBER）：批准合并，未提出修改意见。")

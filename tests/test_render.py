@@ -75,7 +75,7 @@ def test_empty_week_report_is_short():
 def test_report_fixture_is_one_the_pipeline_can_make():
     r = report()
     for d in r.digests:
-        assert (d.modules, d.kind, d.breaking) == parse_title(d.original_title), d.number
+        assert (d.modules, d.kind, d.breaking) == parse_title(d.original_title)[:3], d.number
         assert d.tags == list(dict.fromkeys(map(tag_name, d.tags))), d.number
     assert Counter(t for d in r.digests for t in d.tags) == Counter(r.facts.tags)
 

@@ -244,3 +244,78 @@ def test_an_example_item_left_in_a_list_means_none() -> None:
     assert reply.discussion == []
     with pytest.raises(ReplyError, match="placeholder was copied"):  # a scalar still fails
         read(json.dumps({**DIGEST, "advice": example(DigestContent)["advice"]}), DigestContent)
+
+
+# Echoes: what the local 1.5B model handed back instead of items (18 in 9 digests)
+ECHOES = [
+    "<无风险点>",
+    "<无设计决策>",
+    "阅读建议段落：值不值得读、读哪里、为什么",
+    "＜无后续动作＞",
+]
+NONE_SAID = ["无", "暂无风险", "无后续动作", "None", "N/A", "无明显风险。", "No risks"]
+
+
+@pytest.mark.parametrize("field", ["design_decisions", "risks", "follow_ups", "discussion"])
+def test_echoes_and_nothing_said_are_no_items_in_every_digest_list(field: str) -> None:
+    given = [*ECHOES, *NONE_SAID, "`sample_logits` 在温度为 0 时除零"]
+    reply = read(json.dumps({**DIGEST, field: given}, ensure_ascii=False), DigestContent)
+    assert getattr(reply, field) == ["`sample_logits` 在温度为 0 时除零"]
+
+
+def test_echoes_are_no_items_in_chunk_notes_and_the_weekly_narrative() -> None:
+    notes = read(
+        json.dumps(
+            {
+                "summary": "改了采样",
+                "risks": ["<无风险点>", "这一部分的风险", "无"],
+                "key_files": ["<无>"],
+            },
+            ensure_ascii=False,
+        ),
+        ChunkNotes,
+    )
+    assert notes.risks == notes.key_files == []
+    copied_row = example(WeeklyNarrative)["key_prs"][0]  # an example object, copied whole
+    weekly = read(
+        json.dumps(
+            {
+                "summary": "本周修复了采样。",
+                "highlights": ["<3–6 条本周亮点>", "#7 修复采样除零"],
+                "risks": NONE_SAID,
+                "key_prs": [copied_row, {"number": 7, "topic": "采样", "note": "除零修复"}],
+            },
+            ensure_ascii=False,
+        ),
+        WeeklyNarrative,
+    )
+    assert weekly.highlights == ["#7 修复采样除零"] and weekly.risks == []
+    assert [row.number for row in weekly.key_prs] == [7]
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        ("advice", "阅读建议段落：值不值得读、读哪里、为什么"),
+        ("title", "<一行中文标题>"),
+        ("importance_reason", "一句话说明重要性的理由。"),
+    ],
+)
+def test_a_scalar_that_echoes_the_example_still_fails(field: str, text: str) -> None:
+    with pytest.raises(ReplyError, match="placeholder was copied"):
+        read(json.dumps({**DIGEST, field: text}, ensure_ascii=False), DigestContent)
+
+
+def test_an_item_that_only_starts_like_nothing_is_kept() -> None:
+    kept = ["无后续动作会破坏兼容，补测试即可", "风险点在 `sample_logits` 的除零分支"]
+    reply = read(json.dumps({**DIGEST, "risks": kept}, ensure_ascii=False), DigestContent)
+    assert reply.risks == kept
+
+
+def test_every_item_read_as_none_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="prhub"):
+        read(
+            json.dumps({**DIGEST, "risks": ["<无风险点>", "无"]}, ensure_ascii=False), DigestContent
+        )
+    [record] = [r for r in caplog.records if "read as none" in r.getMessage()]
+    assert "<无风险点> | 无" in record.getMessage()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from prhub.config import Settings
@@ -16,6 +17,11 @@ EACH = 300  # tokens of one comment at most: a bot's long report must not crowd 
 MAINTAINERS = ("OWNER", "MEMBER", "COLLABORATOR")
 KINDS = {"review": "评审", "inline": "行内评论", "conversation": "讨论"}
 CUT = " …[截断]"
+BOT = "，bot"
+# An entry as `_entry` writes it: "[评审 APPROVED] @who（MEMBER）：text". WHERE finds its
+# "[kind …] @" opening (the bracket may be lost), WHO its "@who（ASSOCIATION）：" label.
+WHERE = re.compile(rf"\[?(?:{'|'.join(KINDS.values())})[^\]\n]*\]\s*@")
+WHO = re.compile(rf"@\S+（[A-Z_]+(?:{BOT})?）：")
 
 
 class Discussion(NamedTuple):
@@ -54,7 +60,7 @@ def _entry(comment: Comment, encoding: str) -> str:
     body = " ".join(body.split())
     if not body:
         return ""
-    who = f"@{comment.author}（{comment.association}{'，bot' if comment.bot else ''}）"
+    who = f"@{comment.author}（{comment.association}{BOT if comment.bot else ''}）"
     where = KINDS[comment.kind]
     if comment.kind == "review" and comment.state:
         where += f" {comment.state}"

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from prhub import paths
 from prhub.model import PullRequest
+from prhub.tags import parse_title
 
-REVERT_TITLE = re.compile(r"""\s*revert\s*(["'])""", re.I)
-REVERT_KIND = re.compile(r"\s*(?:\[[^\]]*\]\s*)*revert(?:\([^)]*\))?!?\s*:", re.I)  # revert: x
+QUOTED = re.compile(r"""\s*revert\s*(["'])""", re.I)  # GitHub's `Revert "title (#N)"`
 REVERT_COMMIT = re.compile(r"^\s*This reverts commit\b(?:\s+([0-9a-f]{7,40})\b)?", re.I | re.M)
 REVERTS_PR = re.compile(r"\breverts?\s+([\w.-]+/[\w.-]+)?#(\d+)\b", re.I)
 # Changed lines at or under each bound, and the size class named for it.
@@ -56,12 +56,11 @@ class Facts:
 
 
 def revert_target(pr: PullRequest, repo: str | None = None) -> tuple[bool, int | None]:
-    """Whether `pr` is a revert, and the PR its title or body says it reverts."""
-    title = REVERT_TITLE.match(pr.title)
-    is_revert = bool(title or REVERT_KIND.match(pr.title) or REVERT_COMMIT.search(pr.body))
-    if not is_revert:
+    """Whether `pr` is a revert (by its title or git's message), and the PR it says it reverts."""
+    if not (parse_title(pr.title).revert or REVERT_COMMIT.search(pr.body)):
         return False, None
     reverted = None
+    title = QUOTED.match(pr.title)
     if title:
         quote = title.group(1)
         quoted = pr.title[title.end() :]
@@ -71,7 +70,7 @@ def revert_target(pr: PullRequest, repo: str | None = None) -> tuple[bool, int |
         reverted = int(numbers[-1]) if numbers else None  # squash titles end with (#N)
     if reverted is None:
         own = (repo or pr.repo).lower()
-        for named_repo, number in REVERTS_PR.findall(pr.body):
+        for named_repo, number in REVERTS_PR.findall(f"{pr.title}\n{pr.body}"):  # Revert #12
             if not named_repo or named_repo.lower() == own:
                 reverted = int(number)
                 break
