@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from prhub.ground import PATH, SPAN, pr_source
+from prhub.ground import PATH, SPAN, verified
 from prhub.model import DigestContent, PullRequest
 from prhub.prepare.discussion import WHERE, WHO
 from prhub.prepare.facts import Facts
@@ -157,9 +157,9 @@ def _copied(title: str, original: str) -> bool:
 
 def _cites(advice: str, pr: PullRequest) -> bool:
     """The advice names a file or identifier that is in the PR."""
-    source = pr_source(pr)
+    known = verified(pr)
     cited = [*SPAN.findall(advice), *PATH.findall(advice)]
-    if any(c.strip() and c.strip() in source for c in cited):
+    if any(c.strip() and known(c.strip()) for c in cited):
         return True
     names = {f.path.rsplit("/", 1)[-1] for f in pr.files}
     return any(name and name in advice for name in names)

@@ -233,7 +233,7 @@ def checked_reply(
     content, usage = llm.complete(messages, DigestContent)
     content, dropped = ground_digest(content, pr)
     failed = checks.failures(content, pr, facts)
-    if not failed:
+    if not checks.needs_correction(failed):  # what a reader would not reject costs no call
         return content, _recorded(pr, dropped), failed, usage, None
     log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
     title_only = set(failed) <= checks.TITLE_CHECKS

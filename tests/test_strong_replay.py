@@ -1,0 +1,143 @@
+"""A strong model's recorded week replayed through the whole pipeline: what it grounded is
+published whole, what is planted as invented is not, and its titles cost no corrective call."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from prhub.cli import app
+from prhub.config import ENV
+from prhub.text import sentences
+from tests.conftest import GITHUB_TOKEN, OPENAI_KEY, ROOT
+from tests.standins import GitHubStandIn, LLMStandIn
+
+RECORDED = ROOT / "tests" / "replies" / "strong" / "verl-2026-07-28.json"
+LISTS = ("design_decisions", "risks", "follow_ups", "discussion")
+# Planted into #7085's answer: a path and a method the PR never had.
+INVENTED_PATH = "`verl/utils/magic_cache.py` 里的分片缓存在 EP 切换后不会失效。"
+INVENTED_METHOD = "导出后调用 `VeOmniEngine.flush_all_caches()` 清空分片缓存，避免重复占用显存。"
+
+
+def plain(text: str) -> str:
+    """Text as a reader compares it: no code marks, no spacing differences."""
+    return re.sub(r"\s+", "", text.replace("`", ""))
+
+
+def answers(record: dict[str, Any]) -> dict[tuple[str, int | None], dict[str, Any]]:
+    found = {(a["kind"], a.get("pr")): copy.deepcopy(a["content"]) for a in record["answers"]}
+    planted = found[("digest", 7085)]
+    planted["risks"].append(INVENTED_PATH)
+    planted["design_decisions"].append(INVENTED_METHOD)
+    return found
+
+
+def responder(recorded: dict[tuple[str, int | None], dict[str, Any]], asked: list[str]):
+    def answer(body: dict[str, Any]) -> str:
+        user = body["messages"][-1]["content"]
+        number = re.search(r"PR #(\d+)", user)
+        if "<facts>" in user:
+            kind, pr = "weekly", None
+        elif number:
+            kind, pr = "digest", int(number.group(1))
+        else:
+            kind, pr = "title", 7188
+        asked.append(f"{kind}:{pr}")
+        return json.dumps(recorded[(kind, pr)], ensure_ascii=False)
+
+    return answer
+
+
+@pytest.fixture
+def replayed(corpus_dir: Path, tmp_path: Path, monkeypatch) -> tuple[dict, dict, list[str]]:
+    record = json.loads(RECORDED.read_text(encoding="utf-8"))
+    recorded, asked = answers(record), []
+    monkeypatch.chdir(tmp_path)
+    with (
+        GitHubStandIn(corpus_dir, token=GITHUB_TOKEN) as github,
+        LLMStandIn(api_key=OPENAI_KEY, responder=responder(recorded, asked)) as llm,
+    ):
+        env: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
+        env.update(
+            GITHUB_TOKEN=GITHUB_TOKEN,
+            OPENAI_API_KEY=OPENAI_KEY,
+            OPENAI_BASE_URL=llm.url,
+            GITHUB_API_URL=github.url,
+            PRHUB_STORE=str(tmp_path / "store.db"),
+            PRHUB_MODEL="strong-model",
+        )
+        args = ["weekly", "--repo", record["repo"], "--since", record["since"]]
+        args += ["--until", record["until"], "--tz", record["tz"], "--format", "json"]
+        result = CliRunner().invoke(app, [*args, "--out", "week.json"], env=env)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads((tmp_path / "week.json").read_text(encoding="utf-8"))
+    return record, report, asked
+
+
+def published_items(digest: dict[str, Any]) -> list[str]:
+    content = digest["content"]
+    return [plain(x) for name in LISTS for x in content[name]]
+
+
+def test_every_item_a_strong_model_grounded_is_published_whole(replayed):
+    record, report, _ = replayed
+    digests = {d["number"]: d for d in report["digests"]}
+    expected = {(x["pr"], plain(x["text"])) for x in record["not_grounded"]}
+    missing = []
+    for a in record["answers"]:
+        if a["kind"] != "digest":
+            continue
+        published = digests[a["pr"]]
+        content = published["content"]
+        shown = set(published_items(published))
+        for name in LISTS:
+            for item in a["content"][name]:
+                if plain(item) not in shown and (a["pr"], plain(item)) not in expected:
+                    missing.append((a["pr"], name, item))
+        for name in ("advice", "importance_reason"):
+            for sentence in sentences(a["content"][name]):
+                if plain(sentence) not in plain(content[name]):
+                    missing.append((a["pr"], name, sentence))
+        assert content["verdict"] == a["content"]["verdict"]
+    assert not missing, missing
+    # What was not grounded went, and each drop is recorded with its reason.
+    for pr, text in expected:
+        assert text not in published_items(digests[pr])
+        assert any(plain(d["text"]) == text for d in digests[pr]["meta"]["dropped"])
+
+
+def test_planted_inventions_are_not_published_and_are_recorded(replayed):
+    _, report, _ = replayed
+    digest = next(d for d in report["digests"] if d["number"] == 7085)
+    shown = published_items(digest)
+    assert plain(INVENTED_PATH) not in shown and plain(INVENTED_METHOD) not in shown
+    reasons = {plain(d["text"]): d["reason"] for d in digest["meta"]["dropped"]}
+    assert reasons[plain(INVENTED_PATH)] == "unknown_path"
+    assert reasons[plain(INVENTED_METHOD)] == "unknown_identifier"
+    assert digest["meta"]["dropped_citations"] == len(digest["meta"]["dropped"])
+
+
+def test_titles_like_the_references_cost_no_corrective_call(replayed):
+    record, report, asked = replayed
+    digests = {d["number"]: d for d in report["digests"]}
+    first = [a for a in record["answers"] if a["kind"] == "digest"]
+    assert sorted(asked) == sorted([f"digest:{a['pr']}" for a in first] + ["weekly:None"])
+    for a in first:
+        assert digests[a["pr"]]["content"]["title"] == a["content"]["title"]
+        assert digests[a["pr"]]["meta"]["failed_checks"] == []
+
+
+def test_the_weekly_narrative_publishes_what_the_model_wrote(replayed):
+    record, report, _ = replayed
+    written = next(a["content"] for a in record["answers"] if a["kind"] == "weekly")
+    narrative = report["narrative"]
+    for name in ("highlights", "key_changes", "risks", "follow_ups"):
+        shown = [plain(x) for x in narrative[name]]
+        assert [x for x in written[name] if plain(x) not in shown] == [], name
+    assert plain(written["lead"]) == plain(narrative["lead"])
