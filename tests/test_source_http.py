@@ -218,6 +218,24 @@ def test_a_search_whose_halves_stay_incomplete_fails(
     assert len([r for r in github.requests if r["path"] == "/search/issues"]) == 6
 
 
+@pytest.mark.parametrize("listed", [0, 1])
+def test_a_search_listing_fewer_prs_than_it_counts_fails(
+    source: GitHubSource, github: GitHubStandIn, listed: int
+) -> None:
+    github.script(r"^/search/issues$", [("short", listed)] * 9)
+    with pytest.raises(GitHubUnavailable) as caught:
+        week(source)
+    assert caught.value.exit_code == 8
+    assert f"listed {listed}" in one_line(caught) and REPO in one_line(caught)
+
+
+def test_a_search_listing_fewer_prs_once_is_searched_again_in_halves(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/search/issues$", [("short", 2)])
+    assert week(source) == WEEK_NUMBERS
+
+
 # Malformed answers: one line, exit 8, for every endpoint
 
 
