@@ -44,21 +44,25 @@ class Halted(BaseException):
     """
 
 
-_halt = threading.Event()  # the whole process: a signal
+# The whole process, halted by a signal: a plain flag, since a signal handler must take no
+# lock (an Event's set() takes the one its wait() holds in the very thread the signal runs in).
+_halted = False
 
 
 def halt() -> None:
     """Stops every request not yet sent and every pause between attempts, in all threads."""
-    _halt.set()
+    global _halted
+    _halted = True
 
 
 def resume() -> None:
     """Lets requests start again (for a process that goes on after a halt, such as tests)."""
-    _halt.clear()
+    global _halted
+    _halted = False
 
 
 def halted() -> bool:
-    return _halt.is_set()
+    return _halted
 
 
 def pause(seconds: float, counter: RetryCounter | None = None) -> None:
@@ -68,7 +72,7 @@ def pause(seconds: float, counter: RetryCounter | None = None) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
             return
-        _halt.wait(min(left, 0.1))  # a run's stop is seen within a tenth of a second
+        time.sleep(min(left, 0.1))  # a halt or a run's stop is seen within a tenth of a second
     raise Halted()
 
 
@@ -79,7 +83,7 @@ def check(counter: RetryCounter | None = None) -> None:
 
 
 def _stopped(counter: RetryCounter | None) -> bool:
-    return _halt.is_set() or (counter is not None and counter.stopped.is_set())
+    return _halted or (counter is not None and counter.stopped.is_set())
 
 
 class RetryCounter:
