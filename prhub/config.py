@@ -49,7 +49,8 @@ PRICES: dict[str, Price] = {
 class Settings(BaseModel):
     """Everything prhub needs to know about where to read, whom to ask and how much to send."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # nan passes every comparison and inf every bound: a wait of nan spins, a limit of nan is none.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     repo: str | None = None
     github_url: str = DEFAULTS["github_url"]
@@ -179,7 +180,7 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 class _Price(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     input: float
     output: float
     cached: float | None = None  # default: no discount for cached input
@@ -248,6 +249,7 @@ def _unknown(key: str, known: Sequence[str], what: str = "setting") -> str:
 _EXPECTED = {
     **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "a whole number"),
     **dict.fromkeys(("float_parsing", "float_type"), "a number"),
+    "finite_number": "a finite number",
     **dict.fromkeys(("bool_parsing", "bool_type"), "true or false"),
     **dict.fromkeys(("list_type", "tuple_type"), "a list"),
     **{"string_type": "text", "dict_type": "a table"},

@@ -588,3 +588,10 @@ def test_a_search_listing_fewer_prs_than_it_counts_keeps_the_old_report(
     assert again.exit_code == 8, again.stderr
     assert f"listed {listed}" in again.stderr
     assert report.read_bytes() == first
+
+
+def test_a_setting_that_is_not_finite_is_refused_in_one_line(env):
+    result = prhub({**env, "PRHUB_RETRY_BASE_WAIT": "nan"}, "weekly", "--week", "31")
+    assert result.exit_code == 3
+    says = "PRHUB_RETRY_BASE_WAIT: must be a finite number, got 'nan'"
+    assert result.stderr == f"prhub: error: {says}\n"

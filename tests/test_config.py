@@ -365,3 +365,27 @@ def test_a_repository_name_github_would_not_accept_is_refused(repo):
 @pytest.mark.parametrize("repo", ["verl-project/verl", "o/r.js", "o/.github", "a1/b_c-d.e"])
 def test_real_repository_names_pass(repo):
     assert load_settings({"repo": repo}, env={}).repo == repo
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e309", "NaN", "Infinity"])
+@pytest.mark.parametrize(
+    "variable",
+    ["PRHUB_RETRY_BASE_WAIT", "PRHUB_MAX_RETRY_TIME", "PRHUB_TIMEOUT"],
+)
+def test_a_number_that_is_not_finite_is_refused_from_the_environment(tmp_path, variable, value):
+    assert error(tmp_path, env={variable: value}) == (
+        f"{variable}: must be a finite number, got {value!r}"
+    )
+
+
+def test_a_number_that_is_not_finite_is_refused_from_a_flag_or_a_file(tmp_path):
+    message = error(tmp_path, {"timeout": float("inf")})
+    assert message == "--timeout: must be a finite number, got inf"
+    path = toml(tmp_path, "max_retry_wait = nan\n")
+    assert error(tmp_path) == f"{path} max_retry_wait: must be a finite number, got nan"
+    path = toml(tmp_path, '[repos."o/r"]\nretry_base_wait = inf\n')
+    assert error(tmp_path, env={"PRHUB_REPO": "o/r"}) == (
+        f'{path} [repos."o/r"] retry_base_wait: must be a finite number, got inf'
+    )
+    path = toml(tmp_path, "[prices.m]\ninput = 1\noutput = nan\n")
+    assert error(tmp_path) == f"{path} [prices.m] output: must be a finite number, got nan"
