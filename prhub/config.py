@@ -96,6 +96,17 @@ class Settings(BaseModel):
             )
         return value
 
+    @field_validator("github_token", "openai_api_key")
+    @classmethod
+    def _one_word(cls, value: SecretStr | None) -> SecretStr | None:
+        # A header cannot carry it: every request would fail, blamed on the URL after retries.
+        if value is not None and re.search(r"[\s\x00-\x1f\x7f]", value.get_secret_value()):
+            raise ValueError(
+                "holds a line break, a space or another control character: remove it "
+                "(the value is not shown)"
+            )
+        return value
+
     @field_validator("input_budget", "output_tokens", "max_calls", "jobs", "max_attempts")
     @classmethod
     def _positive(cls, value: int) -> int:

@@ -389,3 +389,12 @@ def test_a_number_that_is_not_finite_is_refused_from_a_flag_or_a_file(tmp_path):
     )
     path = toml(tmp_path, "[prices.m]\ninput = 1\noutput = nan\n")
     assert error(tmp_path) == f"{path} [prices.m] output: must be a finite number, got nan"
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_TOKEN", "OPENAI_API_KEY"])
+@pytest.mark.parametrize("tail", ["\n", "\r\n", "\nX-Other: 1", "\t", " ", "\x00"])
+def test_a_secret_holding_a_line_break_or_control_is_refused_unshown(tmp_path, variable, tail):
+    secret = f"{TOKEN if variable == 'GITHUB_TOKEN' else KEY}"
+    message = error(tmp_path, env={variable: secret + tail})
+    assert message.startswith(f"{variable}: ") and "line break" in message
+    assert secret not in message and secret[:8] not in message
