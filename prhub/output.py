@@ -108,6 +108,8 @@ def _stdout(text: str) -> None:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # the reader left (`| head`): the CLI ends quietly, as other tools do
     except OSError as exc:
         raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
 

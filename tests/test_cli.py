@@ -579,3 +579,46 @@ def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
     assert "about 5 minutes" in section
     assert "HTML page tests without Chromium" in section
     assert 'bash scripts/check -m "not slow"' in section
+
+
+# A reader that goes away, or no stdout at all: what other command-line tools do
+
+
+def _bare_env(tmp_path: Path) -> dict[str, str]:
+    from prhub.config import ENV
+
+    values = {k: v for k, v in os.environ.items() if k not in {*ENV.values(), "PRHUB_CONFIG"}}
+    return {**values, "PRHUB_REPO": "acme/rocket", "PRHUB_STORE": str(tmp_path / "s.db")}
+
+
+@pytest.mark.parametrize("argv", [["config"], ["prompts"], ["config", "--format", "json"]])
+def test_a_reader_that_left_ends_prhub_quietly_as_a_pipe_would(tmp_path: Path, argv) -> None:
+    read, write = os.pipe()
+    os.close(read)  # `prhub config | head -c 0`: the reader is gone before prhub writes
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "prhub", *argv],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env=_bare_env(tmp_path),
+            cwd=tmp_path,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, b"")
+
+
+@pytest.mark.parametrize("argv", [["config"], ["prompts"]])
+def test_a_closed_stdout_is_one_line_not_a_bug(tmp_path: Path, argv) -> None:
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m prhub "$@" >&-', sys.executable, *argv],
+        stderr=subprocess.PIPE,
+        env=_bare_env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 14
+    assert done.stderr.decode() == (
+        "prhub: error: cannot write to standard output: it is closed\n"
+    )
