@@ -222,10 +222,12 @@ class _Guarded:
         """The answer, read whole within a slot of the bound (as PyGithub's own, otherwise)."""
         verb, url, data, headers = self._asked.request
         send = getattr(self.session, verb.lower())
+        # PyGithub keeps the host without the brackets an IPv6 literal needs in a URL.
+        host = f"[{self.host}]" if ":" in self.host else self.host
         with self.slots or contextlib.nullcontext():
             retry.check(self.counter)  # stopped while waiting for its slot: never sent
             answer = send(
-                f"{self.protocol}://{self.host}:{self.port}{url}",
+                f"{self.protocol}://{host}:{self.port}{url}",
                 headers=headers,
                 data=data,
                 timeout=self.timeout,
