@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_va
 from prhub.defaults import DEFAULTS
 from prhub.defaults import ENV as ENV
 from prhub.errors import ConfigError
+from prhub.logmask import login
 from prhub.logmask import shown_url as shown_url
 
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
@@ -104,6 +105,17 @@ class Settings(BaseModel):
             raise ValueError(
                 "holds a line break, a space or another control character: remove it "
                 "(the value is not shown)"
+            )
+        return value
+
+    @field_validator("github_url", "openai_base_url")
+    @classmethod
+    def _readable_login(cls, value: str | None) -> str | None:
+        # Read as a URL, such a login ends early: its rest goes out as the host or the path.
+        if value and re.search(r"[/?#]", login(value) or ""):
+            raise ValueError(
+                "the login in this URL holds '/', '?' or '#' unescaped: percent-encode them "
+                "(%2F, %3F, %23) (the URL is not shown)"
             )
         return value
 

@@ -277,6 +277,10 @@ def test_require_repo():
         ("http://host:8080/a@b", "http://host:8080/a@b"),  # a port, then a path
         ("https://u:p@ss@host/v1", "https://host/v1"),  # an unescaped @ in the password
         ("https://u:pa/ss@host", "https://host"),  # an unescaped / in the password
+        ("https://u:pa?ss@host/v1", "https://host/v1"),  # an unescaped ? in the password
+        ("https://u:pa#ss@host/v1", "https://host/v1"),  # an unescaped # in the password
+        ("http://u:p?a#b@host:8/x?k=1", "http://host:8/x?k=1"),
+        ("https://h/v1?email=a@b.c", "https://h/v1?email=a@b.c"),  # an @ in the query
         ("https://h/v1?api-key=abc&x=1", "https://h/v1?api-key=***&x=1"),
         ("https://h/v1?access_token=abc", "https://h/v1?access_token=***"),
         ("http://[::1", "http://[::1"),
@@ -398,3 +402,16 @@ def test_a_secret_holding_a_line_break_or_control_is_refused_unshown(tmp_path, v
     message = error(tmp_path, env={variable: secret + tail})
     assert message.startswith(f"{variable}: ") and "line break" in message
     assert secret not in message and secret[:8] not in message
+
+
+@pytest.mark.parametrize("password", ["pa?ss", "pa#ss", "p?a#b", "pa/ss"])
+@pytest.mark.parametrize("variable", ["OPENAI_BASE_URL", "GITHUB_API_URL"])
+def test_a_url_whose_password_cannot_be_read_is_refused_unshown(tmp_path, variable, password):
+    message = error(tmp_path, env={variable: f"https://user:{password}@host.example/v1"})
+    assert message.startswith(f"{variable}: ") and "percent-encode" in message
+    assert password not in message and "user" not in message
+
+
+def test_a_url_with_an_escaped_password_is_taken(tmp_path):
+    url = "https://user:pa%3Fss%23x@host.example/v1"
+    assert load_settings({}, env={"OPENAI_BASE_URL": url}, cwd=tmp_path).openai_base_url == url
