@@ -27,6 +27,7 @@ from prhub import retry
 from prhub.errors import GitHubUnavailable
 
 MAX_REDIRECTS = 5
+MAX_ANSWER = 64 * 2**20  # a page of 100 files with their patches is a few MB
 ADVICE = "rerun later, or check --github-url"
 
 
@@ -284,7 +285,7 @@ def checked(session: requests.Session, response: requests.Response, **send: Any)
 def _body(response: requests.Response, deadline: float | None, timeout: Any) -> bytes:
     """The whole body, by `deadline`: a read still waiting then ends as its socket is shut."""
     if deadline is None:
-        return response.content
+        return _read(response)
     late = threading.Event()
 
     def cut() -> None:
@@ -297,7 +298,7 @@ def _body(response: requests.Response, deadline: float | None, timeout: Any) -> 
         timer.daemon = True
         timer.start()
         try:
-            body = response.content
+            body = _read(response)
         except requests.exceptions.RequestException:
             if not late.is_set():
                 raise
@@ -311,6 +312,25 @@ def _body(response: requests.Response, deadline: float | None, timeout: Any) -> 
         f"GitHub did not send its whole answer to {where} within {timeout:g} s: "
         "raise PRHUB_TIMEOUT, or rerun later"
     )
+
+
+def _read(response: requests.Response) -> bytes:
+    """The whole body, refused past MAX_ANSWER before more of it is held in memory."""
+    where = urlsplit(response.url).path
+    too_big = GitHubUnavailable(
+        f"GitHub's answer to {where} is over {MAX_ANSWER // 2**20} MB: not read; {ADVICE}"
+    )
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_ANSWER:
+        raise too_big
+    parts, size = [], 0
+    for part in response.iter_content(2**16):
+        size += len(part)
+        if size > MAX_ANSWER:
+            raise too_big
+        parts.append(part)
+    response._content = b"".join(parts)  # what .content gives PyGithub, read once
+    return response._content
 
 
 def _check(response: requests.Response, stream: bool) -> None:

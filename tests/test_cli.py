@@ -619,6 +619,4 @@ def test_a_closed_stdout_is_one_line_not_a_bug(tmp_path: Path, argv) -> None:
         timeout=60,
     )
     assert done.returncode == 14
-    assert done.stderr.decode() == (
-        "prhub: error: cannot write to standard output: it is closed\n"
-    )
+    assert done.stderr.decode() == ("prhub: error: cannot write to standard output: it is closed\n")

@@ -570,3 +570,30 @@ def test_one_threads_request_never_leaves_as_anothers(
     other.start()
     other.join()
     assert json.loads(connection.getresponse().read())["number"] == 101
+
+
+# Answers too big to be GitHub's: refused before they fill the memory
+
+
+@pytest.mark.parametrize("headers", [{}, {"Transfer-Encoding": "chunked"}])
+def test_an_answer_over_the_size_limit_is_refused_naming_what_was_fetched(
+    source: GitHubSource, github: GitHubStandIn, monkeypatch: pytest.MonkeyPatch, headers: Any
+) -> None:
+    from prhub import source_http
+
+    monkeypatch.setattr(source_http, "MAX_ANSWER", 2**20)
+    huge = json.dumps(pull_with(body="x" * 2 * 2**20)).encode()
+    github.script(r"/pulls/101$", [(200, headers, huge)] * 5)
+    with pytest.raises(GitHubUnavailable) as caught:
+        source.pull(REPO, 101)
+    assert "/repos/acme/rocket/pulls/101" in one_line(caught) and "over 1 MB" in one_line(caught)
+
+
+def test_an_answer_under_the_size_limit_is_read(
+    source: GitHubSource, github: GitHubStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prhub import source_http
+
+    monkeypatch.setattr(source_http, "MAX_ANSWER", 2**20)
+    github.script(r"/pulls/101$", [(200, {}, pull_with(body="x" * 2**19))])
+    assert source.pull(REPO, 101).body.startswith("x" * 1000)
