@@ -22,6 +22,9 @@ from prhub.errors import LLMUnavailable
 
 MAX_BODY = 8 * 2**20  # a reply of a few thousand tokens is tens of kB, reasoning included
 MAX_REDIRECTS = 5
+# The most characters one token can stand for, generously: a reply of more than max_tokens
+# times this was not held to max_tokens (o200k's tokens average about 4 characters of English).
+CHARS_PER_TOKEN = 16
 _DEADLINE = "prhub.deadline"  # request extension: when the whole answer must be in (monotonic)
 _HOPS = "prhub.hops"  # request extension, shared by the hops of one call: redirects followed
 _NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
@@ -194,6 +197,29 @@ class _Checks:
             raise MalformedAnswer(
                 f"{what} sent a malformed answer: {_problem(exc)}; {_ADVICE}"
             ) from None
+        _within_max_tokens(data, response.request, what)
+
+
+def _within_max_tokens(data: dict[str, Any], request: httpx2.Request, what: str) -> None:
+    """Refuses a reply longer than the request's max_tokens lets a model write, or whose usage
+    says so (thinking aside: some servers leave it out of max_tokens)."""
+    try:
+        limit = json.loads(request.content).get("max_tokens")
+    except (ValueError, AttributeError, httpx2.RequestNotRead):
+        return
+    if not isinstance(limit, int) or limit < 1:
+        return
+    written = len(data["choices"][0]["message"].get("content") or "")
+    usage = data.get("usage") or {}
+    details = usage.get("completion_tokens_details")
+    thinking = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    out = (usage.get("completion_tokens") or 0) - (thinking if isinstance(thinking, int) else 0)
+    if written > limit * CHARS_PER_TOKEN or out > 2 * limit:
+        raise MalformedAnswer(
+            f"{what} sent a reply of {written} characters and {usage.get('completion_tokens')} "
+            f"output tokens by its count for max_tokens {limit}, more than that limit lets a "
+            "model write: not used; check that the server honours max_tokens"
+        )
 
 
 class _Bounded(httpx2.SyncByteStream):

@@ -360,3 +360,46 @@ def test_a_verbose_run_leaks_no_secret_of_its_urls(tmp_path: Path) -> None:
     assert (tmp_path / "week.md").is_file() and (tmp_path / "store.db").is_file()
     for text in artifacts:
         assert password not in text and key not in text
+
+
+# A reply no model held to max_tokens could write: refused before anything reads or records it
+
+
+def test_a_reply_far_longer_than_max_tokens_allows_is_refused(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    content = json.dumps({"score": 1, "why": "x" * 1_000_000})
+    message = {"role": "assistant", "content": content}
+    llm.script([(200, {}, completion(choices=choice(message=message)))])
+    client = make_llm(output_tokens=4000)
+    with pytest.raises(LLMUnavailable) as caught:
+        client.complete(MESSAGES, Rating)
+    assert "max_tokens 4000" in one_line(caught)
+    assert f"{len(content)} characters" in one_line(caught)
+    assert client.spent.tokens_out == 0
+
+
+def test_usage_far_over_max_tokens_is_refused_not_recorded(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    usage = {"prompt_tokens": 20, "completion_tokens": 1_750_000, "total_tokens": 1_750_020}
+    llm.script([(200, {}, completion(usage=usage))])
+    client = make_llm(output_tokens=4000)
+    with pytest.raises(LLMUnavailable) as caught:
+        client.complete(MESSAGES, Rating)
+    assert "1750000 output tokens" in one_line(caught)
+    assert client.spent.tokens_out == 0
+
+
+def test_reasoning_tokens_beyond_max_tokens_are_no_reason_to_refuse(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    usage = {
+        "prompt_tokens": 20,
+        "completion_tokens": 20_009,
+        "completion_tokens_details": {"reasoning_tokens": 20_000},
+    }
+    llm.script([(200, {}, completion(usage=usage))])
+    client = make_llm(output_tokens=4000)
+    client.complete(MESSAGES, Rating)
+    assert client.spent.tokens_out == 20_009
