@@ -158,9 +158,10 @@ def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | Non
 
 def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path | None:
     """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path."""
-    path = target(out, report_path(report, fmt))
+    default = report_path(report, fmt)
     if out is None:
-        _no_links(path)
+        _no_links(default)
+    path = target(out, default)
     write(weekly_text(report, fmt), path)
     return path
 
