@@ -5,6 +5,7 @@ the endpoint's own host, and shaped as a chat completion; checked before the ope
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Iterator
@@ -101,8 +102,20 @@ class _Checks:
         self.where = where
 
     def started(self, request: httpx2.Request) -> None:
-        # Set by the first hop only: the hops of one call share their extensions.
-        request.extensions.setdefault(_DEADLINE, time.monotonic() + self.timeout)
+        # Set by the first hop only: the hops of one call share their extensions. An attempt
+        # ends by its own timeout and by the end of all attempts' time (retry.deadline).
+        now = time.monotonic()
+        budget = retry.deadline()
+        deadline = request.extensions.setdefault(
+            _DEADLINE, min(now + self.timeout, budget if budget is not None else math.inf)
+        )
+        # No wait (connect, headers) may outlast the deadline either.
+        timeouts = request.extensions.get("timeout")
+        if isinstance(timeouts, dict):
+            left = max(deadline - now, 0.001)
+            request.extensions["timeout"] = {
+                k: min(v, left) if isinstance(v, int | float) else left for k, v in timeouts.items()
+            }
 
     def answered(self, response: httpx2.Response) -> None:
         request = response.request

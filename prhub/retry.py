@@ -76,6 +76,21 @@ def pause(seconds: float, counter: RetryCounter | None = None) -> None:
     raise Halted()
 
 
+_budget = threading.local()  # this thread's request under call(): [seconds, deadline]
+
+
+def deadline() -> float | None:
+    """When the request this thread is making must be answered, on time.monotonic(): its
+    attempts' time limit (max_retry_time) from the first time it is asked, once the request
+    holds its slot and is sent; None outside call()."""
+    state = getattr(_budget, "state", None)
+    if state is None:
+        return None
+    if state[1] is None:
+        state[1] = time.monotonic() + state[0]
+    return float(state[1])
+
+
 def check(counter: RetryCounter | None = None) -> None:
     """Raises Halted once the process halted or the run stopped: no request may start then."""
     if _stopped(counter):
@@ -150,6 +165,8 @@ def call(
         spent = clock() - started + state.upcoming_sleep
         return state.attempt_number >= settings.max_attempts or spent > settings.max_retry_time
 
+    outer = getattr(_budget, "state", None)
+    _budget.state = [settings.max_retry_time, None]
     retrying = tenacity.Retrying(
         stop=stop,
         wait=wait,
@@ -158,4 +175,7 @@ def call(
         reraise=True,
         sleep=sleep or (lambda seconds: pause(seconds, counter)),
     )
-    return retrying(attempt)
+    try:
+        return retrying(attempt)
+    finally:
+        _budget.state = outer

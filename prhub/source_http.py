@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import threading
 import time
@@ -227,11 +228,14 @@ class _Guarded:
         host = f"[{self.host}]" if ":" in self.host else self.host
         with self.slots or contextlib.nullcontext():
             retry.check(self.counter)  # stopped while waiting for its slot: never sent
+            timeout: float | None = self.timeout
+            if (budget := retry.deadline()) is not None:  # the last attempt gets what is left
+                timeout = max(min(timeout or math.inf, budget - time.monotonic()), 0.001)
             answer = send(
                 f"{self.protocol}://{host}:{self.port}{url}",
                 headers=headers,
                 data=data,
-                timeout=self.timeout,
+                timeout=timeout,
                 verify=self.verify,
                 allow_redirects=False,
             )

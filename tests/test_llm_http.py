@@ -20,6 +20,7 @@ from prhub.cli import app
 from prhub.errors import LLMInvalidReply, LLMUnavailable
 from prhub.llm import LLM
 from prhub.model import Usage
+from prhub.prompt import message_tokens
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.test_cli import assert_fails, make_env, summarize
@@ -403,3 +404,22 @@ def test_reasoning_tokens_beyond_max_tokens_are_no_reason_to_refuse(
     client = make_llm(output_tokens=4000)
     client.complete(MESSAGES, Rating)
     assert client.spent.tokens_out == 20_009
+
+
+def test_a_hanging_endpoint_is_given_up_within_the_time_all_attempts_may_take() -> None:
+    # Attempts of 1 s each: the third starts at about 2 s, and must end at 2.5 s, not 3 s.
+    with LLMStandIn(api_key=OPENAI_KEY, latency=30) as server:
+        config = settings(
+            server, timeout=1, max_attempts=5, max_retry_time=2.5, retry_base_wait=0.01
+        )
+        client = LLM(config, counter=retry.RetryCounter())
+        message_tokens(MESSAGES, config.encoding)  # the tokenizer loaded before the clock starts
+        started = time.monotonic()
+        try:
+            with pytest.raises(LLMUnavailable):
+                client.complete(MESSAGES, Rating)
+        finally:
+            client.close()
+        spent = time.monotonic() - started
+        assert len(server.bodies) == 3
+    assert 2.3 < spent < 2.8

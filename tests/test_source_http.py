@@ -597,3 +597,16 @@ def test_an_answer_under_the_size_limit_is_read(
     monkeypatch.setattr(source_http, "MAX_ANSWER", 2**20)
     github.script(r"/pulls/101$", [(200, {}, pull_with(body="x" * 2**19))])
     assert source.pull(REPO, 101).body.startswith("x" * 1000)
+
+
+def test_a_hanging_github_is_given_up_within_the_time_all_attempts_may_take(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [("sleep", 30)] * 5)
+    source = make_source(timeout=1, max_attempts=5, max_retry_time=2.5, retry_base_wait=0.01)
+    started = time.monotonic()
+    with pytest.raises(GitHubUnavailable):
+        source.pull_payload(REPO, 101)
+    spent = time.monotonic() - started
+    assert len([r for r in github.requests if r["path"].endswith("/pulls/101")]) == 3
+    assert 2.3 < spent < 2.8
