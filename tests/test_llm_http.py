@@ -423,3 +423,32 @@ def test_a_hanging_endpoint_is_given_up_within_the_time_all_attempts_may_take() 
         spent = time.monotonic() - started
         assert len(server.bodies) == 3
     assert 2.3 < spent < 2.8
+
+
+def test_calls_waiting_behind_a_probe_the_endpoint_never_answered_fail_with_it() -> None:
+    # The response mode is not known yet, so one call probes while the others wait for it.
+    with LLMStandIn(api_key=OPENAI_KEY, latency=30) as server:
+        config = settings(server, timeout=0.5, max_attempts=2, retry_base_wait=0.01, jobs=4)
+        client = LLM(config, counter=retry.RetryCounter())
+        message_tokens(MESSAGES, config.encoding)  # the tokenizer loaded before the clock starts
+        failures: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                client.complete(MESSAGES, Rating)
+            except LLMUnavailable as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=call) for _ in range(4)]
+        started = time.monotonic()
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            client.close()
+        spent = time.monotonic() - started
+        assert len(server.bodies) == 2  # the probe's two attempts, and no one else's
+    assert len(failures) == 4 and all("within 0.5 s" in str(f) for f in failures)
+    assert spent < 2.0
