@@ -620,3 +620,20 @@ def test_a_closed_stdout_is_one_line_not_a_bug(tmp_path: Path, argv) -> None:
     )
     assert done.returncode == 14
     assert done.stderr.decode() == ("prhub: error: cannot write to standard output: it is closed\n")
+
+
+def test_a_hostile_prompt_dir_runs_nothing_even_in_a_dry_run(
+    github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "mine" / "digest"
+    folder.mkdir(parents=True)
+    (folder / "v99.system.j2").write_text("system")
+    shell = "{{ cycler.__init__.__globals__.os.popen('touch PWNED').read() }}"
+    leak = "{{ lipsum.__globals__.os.environ.GITHUB_TOKEN }}"
+    (folder / "v99.user.j2").write_text(f"{shell}{leak}")
+    env = make_env(github, llm, tmp_path / "store.db")
+    result = summarize(env, "--dry-run", "--prompt-dir", str(tmp_path / "mine"))
+    assert_fails(result, 3, "prompt digest@v99")
+    assert GITHUB_TOKEN not in result.output and not (tmp_path / "PWNED").exists()
+    assert llm.bodies == []
