@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import signal
 import sys
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from prhub import __version__
-from prhub.errors import Interrupted, PrhubError
+from prhub.errors import Interrupted, OutputError, PrhubError
 from prhub.options import (
     MAX_PR,
     SETTING_FLAGS,
@@ -299,8 +301,14 @@ def main() -> None:
     """The console script: anything unforeseen is one line and exit 1, unless --verbose."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _interrupt)
+    if sys.stdout is None:  # started with stdout closed (>&-)
+        _close_stdout()
     try:
         app(prog_name="prhub")
+    except SystemExit:
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's mark of a broken pipe
+            os._exit(128 + signal.SIGPIPE)  # quietly, as a tool the pipe killed; nothing to flush
+        raise
     except Interrupted as exc:
         kept = f" ({exc.kept})" if exc.kept else ""
         typer.echo(f"prhub: interrupted; what was done is kept{kept}, rerun to go on", err=True)
@@ -309,6 +317,9 @@ def main() -> None:
         # Requests still in flight are abandoned: their threads must not hold the exit.
         os._exit(exc.exit_code)
     except Exception as exc:
+        if isinstance(exc, OSError) and isinstance(sys.stdout, _ClosedStdout):
+            typer.echo(f"prhub: error: cannot write to standard output: {exc.strerror}", err=True)
+            sys.exit(OutputError.exit_code)
         if "--verbose" in sys.argv or "-v" in sys.argv:
             raise
         typer.echo(
@@ -316,6 +327,23 @@ def main() -> None:
             err=True,
         )
         sys.exit(1)
+
+
+class _ClosedStdout(io.TextIOBase):
+    """Standard output when there is none: each write fails as a closed file's would."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+
+def _close_stdout() -> None:
+    # File descriptor 1 is held open on /dev/null, so no file prhub opens (the store) becomes
+    # stdout; writes fail and say so.
+    fd = os.open(os.devnull, os.O_WRONLY)
+    if fd != 1:
+        os.dup2(fd, 1)
+        os.close(fd)
+    sys.stdout = _ClosedStdout()
 
 
 _signalled: list[int] = []

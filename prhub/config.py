@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_va
 from prhub.defaults import DEFAULTS
 from prhub.defaults import ENV as ENV
 from prhub.errors import ConfigError
+from prhub.logmask import login
 from prhub.logmask import shown_url as shown_url
 
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
@@ -49,7 +50,8 @@ PRICES: dict[str, Price] = {
 class Settings(BaseModel):
     """Everything prhub needs to know about where to read, whom to ask and how much to send."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # nan passes every comparison and inf every bound: a wait of nan spins, a limit of nan is none.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     repo: str | None = None
     github_url: str = DEFAULTS["github_url"]
@@ -92,6 +94,28 @@ class Settings(BaseModel):
             raise ValueError(
                 f"repository must look like owner/name (letters, digits, '-' in the owner; "
                 f"also '.' and '_' in the name), got {value!r}"
+            )
+        return value
+
+    @field_validator("github_token", "openai_api_key")
+    @classmethod
+    def _one_word(cls, value: SecretStr | None) -> SecretStr | None:
+        # A header cannot carry it: every request would fail, blamed on the URL after retries.
+        if value is not None and re.search(r"[\s\x00-\x1f\x7f]", value.get_secret_value()):
+            raise ValueError(
+                "holds a line break, a space or another control character: remove it "
+                "(the value is not shown)"
+            )
+        return value
+
+    @field_validator("github_url", "openai_base_url")
+    @classmethod
+    def _readable_login(cls, value: str | None) -> str | None:
+        # Read as a URL, such a login ends early: its rest goes out as the host or the path.
+        if value and re.search(r"[/?#]", login(value) or ""):
+            raise ValueError(
+                "the login in this URL holds '/', '?' or '#' unescaped: percent-encode them "
+                "(%2F, %3F, %23) (the URL is not shown)"
             )
         return value
 
@@ -179,7 +203,7 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 class _Price(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     input: float
     output: float
     cached: float | None = None  # default: no discount for cached input
@@ -248,6 +272,7 @@ def _unknown(key: str, known: Sequence[str], what: str = "setting") -> str:
 _EXPECTED = {
     **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "a whole number"),
     **dict.fromkeys(("float_parsing", "float_type"), "a number"),
+    "finite_number": "a finite number",
     **dict.fromkeys(("bool_parsing", "bool_type"), "true or false"),
     **dict.fromkeys(("list_type", "tuple_type"), "a list"),
     **{"string_type": "text", "dict_type": "a table"},

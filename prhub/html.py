@@ -22,6 +22,7 @@ from prhub.render import (
     one_line,
     paragraphs,
     period,
+    visible,
     weekly_footer,
     weekly_title,
 )
@@ -54,7 +55,14 @@ def _env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_visible,  # every value a page shows, escaped or not
     )
+
+
+def _visible(value: object) -> object:
+    if isinstance(value, Markup):
+        return Markup(visible(str(value)))
+    return visible(value) if isinstance(value, str) else value
 
 
 @cache

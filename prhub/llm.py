@@ -127,6 +127,9 @@ class LLM:
         # many threads starting at once cost at most one refused request.
         self._known = mode is not None
         self._probe = threading.Lock()
+        # Why the probe failed when the endpoint did not answer it: the calls waiting behind
+        # it fail alike at once, rather than each waiting out its own timeouts in turn.
+        self._down: str | None = None
         self._lock = threading.Lock()
         # --jobs bounds the requests in flight across the run, map calls of big PRs included;
         # a request waiting for a slot is not yet sent, so its deadline has not started.
@@ -231,6 +234,8 @@ class LLM:
             with self._probe if probing else nullcontext():
                 if probing and self._known:
                     continue  # learned while this call waited
+                if probing and self._down:
+                    raise LLMUnavailable(self._down)
                 mode = self._mode
                 sent = messages if mode == "json_schema" else with_example(messages, schema)
                 try:
@@ -239,6 +244,10 @@ class LLM:
                     if self._fall_back(mode, exc):
                         continue
                     raise self._translate(exc, messages) from None
+                except LLMUnavailable as exc:
+                    if probing:
+                        self._down = str(exc)
+                    raise
                 self._known = True
                 return response, sent
 

@@ -5,6 +5,7 @@ the endpoint's own host, and shaped as a chat completion; checked before the ope
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Iterator
@@ -22,6 +23,9 @@ from prhub.errors import LLMUnavailable
 
 MAX_BODY = 8 * 2**20  # a reply of a few thousand tokens is tens of kB, reasoning included
 MAX_REDIRECTS = 5
+# The most characters one token can stand for, generously: a reply of more than max_tokens
+# times this was not held to max_tokens (o200k's tokens average about 4 characters of English).
+CHARS_PER_TOKEN = 16
 _DEADLINE = "prhub.deadline"  # request extension: when the whole answer must be in (monotonic)
 _HOPS = "prhub.hops"  # request extension, shared by the hops of one call: redirects followed
 _NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
@@ -98,8 +102,20 @@ class _Checks:
         self.where = where
 
     def started(self, request: httpx2.Request) -> None:
-        # Set by the first hop only: the hops of one call share their extensions.
-        request.extensions.setdefault(_DEADLINE, time.monotonic() + self.timeout)
+        # Set by the first hop only: the hops of one call share their extensions. An attempt
+        # ends by its own timeout and by the end of all attempts' time (retry.deadline).
+        now = time.monotonic()
+        budget = retry.deadline()
+        deadline = request.extensions.setdefault(
+            _DEADLINE, min(now + self.timeout, budget if budget is not None else math.inf)
+        )
+        # No wait (connect, headers) may outlast the deadline either.
+        timeouts = request.extensions.get("timeout")
+        if isinstance(timeouts, dict):
+            left = max(deadline - now, 0.001)
+            request.extensions["timeout"] = {
+                k: min(v, left) if isinstance(v, int | float) else left for k, v in timeouts.items()
+            }
 
     def answered(self, response: httpx2.Response) -> None:
         request = response.request
@@ -194,6 +210,29 @@ class _Checks:
             raise MalformedAnswer(
                 f"{what} sent a malformed answer: {_problem(exc)}; {_ADVICE}"
             ) from None
+        _within_max_tokens(data, response.request, what)
+
+
+def _within_max_tokens(data: dict[str, Any], request: httpx2.Request, what: str) -> None:
+    """Refuses a reply longer than the request's max_tokens lets a model write, or whose usage
+    says so (thinking aside: some servers leave it out of max_tokens)."""
+    try:
+        limit = json.loads(request.content).get("max_tokens")
+    except (ValueError, AttributeError, httpx2.RequestNotRead):
+        return
+    if not isinstance(limit, int) or limit < 1:
+        return
+    written = len(data["choices"][0]["message"].get("content") or "")
+    usage = data.get("usage") or {}
+    details = usage.get("completion_tokens_details")
+    thinking = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    out = (usage.get("completion_tokens") or 0) - (thinking if isinstance(thinking, int) else 0)
+    if written > limit * CHARS_PER_TOKEN or out > 2 * limit:
+        raise MalformedAnswer(
+            f"{what} sent a reply of {written} characters and {usage.get('completion_tokens')} "
+            f"output tokens by its count for max_tokens {limit}, more than that limit lets a "
+            "model write: not used; check that the server honours max_tokens"
+        )
 
 
 class _Bounded(httpx2.SyncByteStream):

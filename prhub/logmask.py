@@ -47,15 +47,24 @@ def handler(stream: IO[str]) -> logging.Handler:
     return out
 
 
+def login(url: str) -> str | None:
+    """The credentials of a URL as typed, up to its last "@"; None when it has none.
+
+    A password may hold "@", "/", "?" or "#" unescaped: "host:8080/a@b" is a port and a path,
+    "user:pa/ss@host" and "user:pa?ss@host" passwords. Wrongly read, more is hidden, never less.
+    """
+    found = re.match(r"[^:/]+://(.*)@", url)
+    if found and ("/" not in found.group(1) or re.match(r"[^/]*:(?!\d+(?:/|$))", found.group(1))):
+        return found.group(1)
+    return None
+
+
 def shown_url(url: str | None) -> str:
     """A URL fit for messages and logs: credentials and key-like query values masked."""
     if not url:
         return ""
-    # Up to the last "@" before the query when a login is there: a password may hold "@" or "/"
-    # unescaped. "host:8080/a@b" is a port and a path, "user:pa/ss@host" a password.
-    login = re.match(r"[^:/]+://([^?#]*)@", url)
-    if login and ("/" not in login.group(1) or re.match(r"[^/]*:(?!\d+(?:/|$))", login.group(1))):
-        url = url[: url.index("://") + 3] + url[login.end() :]
+    if (found := login(url)) is not None:
+        url = url[: url.index("://") + 3] + url[url.index("://") + 3 + len(found) + 1 :]
     try:
         parts = urlsplit(url)
     except ValueError:  # not a URL at all: shown without its query, the login already gone

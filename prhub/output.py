@@ -108,6 +108,8 @@ def _stdout(text: str) -> None:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # the reader left (`| head`): the CLI ends quietly, as other tools do
     except OSError as exc:
         raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
 
@@ -123,7 +125,12 @@ def _direct(text: str, out: Path) -> None:
 def _atomic(text: str, path: Path, shown: Path, mode: int | None) -> None:
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The folders as named: mkdir stops at a dangling link, so none is made through one.
+        shown.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():  # a dangling link: its target's folders are not ours
+            raise OutputError(
+                f"cannot write {shown}: it links to {path}, whose folder does not exist"
+            )
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         # mkstemp's 0600 would hide the report from readers; a replaced file keeps its mode.
         os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
@@ -151,9 +158,22 @@ def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | Non
 
 def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path | None:
     """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path."""
-    path = target(out, report_path(report, fmt))
+    default = report_path(report, fmt)
+    if out is None:
+        _no_links(default)
+    path = target(out, default)
     write(weekly_text(report, fmt), path)
     return path
+
+
+def _no_links(path: Path) -> None:
+    """Refuses a default report path through a symlink: a committed link could send it anywhere."""
+    for part in [*reversed(path.parents[:-1]), path]:
+        if part.is_symlink():
+            raise OutputError(
+                f"cannot write {path}: {part} is a symbolic link, and the default report path "
+                "follows none; pass --out to write through it"
+            )
 
 
 def publish_labels(

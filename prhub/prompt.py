@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import SandboxedEnvironment
 
 from prhub.errors import ConfigError
 from prhub.prepare.tokens import count
@@ -89,12 +90,15 @@ def load_prompt(task: str, version: str | None = None, prompt_dir: Path | None =
         where = ", ".join(str(f) for f in _folders(task, prompt_dir))
         raise ConfigError(f"no prompt {task}@{version} in {where}")
     folder = next(f for f in _folders(task, prompt_dir) if (f / f"{version}.system.j2").is_file())
-    env = jinja2.Environment(
+    # A --prompt-dir is code from anywhere: sandboxed, and without Jinja's globals (cycler,
+    # lipsum, ...) whose functions lead to os.environ; only the variables prhub passes.
+    env = SandboxedEnvironment(
         loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.globals.clear()
     env.filters["untrusted"] = untrusted
     names = (f"{version}.system.j2", f"{version}.user.j2")
     try:

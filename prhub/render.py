@@ -48,9 +48,19 @@ DROP_REASONS = {
 }
 
 
+# Invisible controls that reorder or hide text (bidi overrides and isolates, zero-width
+# characters, byte-order marks): a title could read unlike what it says.
+_HIDDEN = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """Text with its invisible controls named (‹U+202E›), so none acts unseen and none is lost."""
+    return _HIDDEN.sub(lambda m: f"‹U+{ord(m.group()):04X}›", text)
+
+
 def one_line(text: str | None) -> str:
     """Text on one line: each line or paragraph break, with the space around it, is one space."""
-    return re.sub(rf"\s*{_BREAK}\s*", " ", text or "").strip()
+    return visible(re.sub(rf"\s*{_BREAK}\s*", " ", text or "").strip())
 
 
 def paragraphs(text: str | None) -> list[str]:

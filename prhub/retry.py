@@ -44,21 +44,25 @@ class Halted(BaseException):
     """
 
 
-_halt = threading.Event()  # the whole process: a signal
+# The whole process, halted by a signal: a plain flag, since a signal handler must take no
+# lock (an Event's set() takes the one its wait() holds in the very thread the signal runs in).
+_halted = False
 
 
 def halt() -> None:
     """Stops every request not yet sent and every pause between attempts, in all threads."""
-    _halt.set()
+    global _halted
+    _halted = True
 
 
 def resume() -> None:
     """Lets requests start again (for a process that goes on after a halt, such as tests)."""
-    _halt.clear()
+    global _halted
+    _halted = False
 
 
 def halted() -> bool:
-    return _halt.is_set()
+    return _halted
 
 
 def pause(seconds: float, counter: RetryCounter | None = None) -> None:
@@ -68,8 +72,23 @@ def pause(seconds: float, counter: RetryCounter | None = None) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
             return
-        _halt.wait(min(left, 0.1))  # a run's stop is seen within a tenth of a second
+        time.sleep(min(left, 0.1))  # a halt or a run's stop is seen within a tenth of a second
     raise Halted()
+
+
+_budget = threading.local()  # this thread's request under call(): [seconds, deadline]
+
+
+def deadline() -> float | None:
+    """When the request this thread is making must be answered, on time.monotonic(): its
+    attempts' time limit (max_retry_time) from the first time it is asked, once the request
+    holds its slot and is sent; None outside call()."""
+    state = getattr(_budget, "state", None)
+    if state is None:
+        return None
+    if state[1] is None:
+        state[1] = time.monotonic() + state[0]
+    return float(state[1])
 
 
 def check(counter: RetryCounter | None = None) -> None:
@@ -79,7 +98,7 @@ def check(counter: RetryCounter | None = None) -> None:
 
 
 def _stopped(counter: RetryCounter | None) -> bool:
-    return _halt.is_set() or (counter is not None and counter.stopped.is_set())
+    return _halted or (counter is not None and counter.stopped.is_set())
 
 
 class RetryCounter:
@@ -146,6 +165,8 @@ def call(
         spent = clock() - started + state.upcoming_sleep
         return state.attempt_number >= settings.max_attempts or spent > settings.max_retry_time
 
+    outer = getattr(_budget, "state", None)
+    _budget.state = [settings.max_retry_time, None]
     retrying = tenacity.Retrying(
         stop=stop,
         wait=wait,
@@ -154,4 +175,7 @@ def call(
         reraise=True,
         sleep=sleep or (lambda seconds: pause(seconds, counter)),
     )
-    return retrying(attempt)
+    try:
+        return retrying(attempt)
+    finally:
+        _budget.state = outer

@@ -160,12 +160,12 @@ class GitHubSource:
         middle = lo + timedelta(seconds=(hi - lo).total_seconds() // 2)
         try:
             hits = self._search_once(repo, window)
-        except IncompleteSearch:
+        except IncompleteSearch as exc:
             # Retried already; a smaller window gives GitHub's search less to do in its time.
             if not halve or small:
                 raise GitHubUnavailable(
                     f"GitHub's search for PRs of {repo} merged {window} stayed incomplete "
-                    "(GitHub's search timed out) after retries and halving: rerun later"
+                    f"({exc}) after retries and halving: rerun later"
                 ) from None
             return self._search(repo, lo, middle, False) + self._search(repo, middle, hi, False)
         if hits is not None:
@@ -184,11 +184,19 @@ class GitHubSource:
             f"repo:{repo} is:pr is:merged merged:{window}", sort="created", order="asc"
         )
         # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
-        if self._call(lambda: results.totalCount, what, repo=repo) >= SEARCH_LIMIT:
+        counted = self._call(lambda: results.totalCount, what, repo=repo)
+        if counted >= SEARCH_LIMIT:
             return None
         # Attributes, not raw_data: reading raw_data of a search item refetches the issue.
         # A retry iterates the same list again: read pages are kept, the failed one refetched.
-        return self._call(lambda: [_hit(repo, item) for item in results], what, repo=repo)
+        hits = self._call(lambda: [_hit(repo, item) for item in results], what, repo=repo)
+        listed = len({h["number"] for h in hits})
+        if listed < counted:  # part of the week: searched again in halves, else an error
+            raise IncompleteSearch(
+                f"GitHub's search for PRs of {repo} merged {window} counted {counted} "
+                f"but listed {listed}"
+            )
+        return hits
 
     def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
         try:

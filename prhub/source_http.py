@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import threading
 import time
@@ -27,6 +28,7 @@ from prhub import retry
 from prhub.errors import GitHubUnavailable
 
 MAX_REDIRECTS = 5
+MAX_ANSWER = 64 * 2**20  # a page of 100 files with their patches is a few MB
 ADVICE = "rerun later, or check --github-url"
 
 
@@ -222,13 +224,18 @@ class _Guarded:
         """The answer, read whole within a slot of the bound (as PyGithub's own, otherwise)."""
         verb, url, data, headers = self._asked.request
         send = getattr(self.session, verb.lower())
+        # PyGithub keeps the host without the brackets an IPv6 literal needs in a URL.
+        host = f"[{self.host}]" if ":" in self.host else self.host
         with self.slots or contextlib.nullcontext():
             retry.check(self.counter)  # stopped while waiting for its slot: never sent
+            timeout: float | None = self.timeout
+            if (budget := retry.deadline()) is not None:  # the last attempt gets what is left
+                timeout = max(min(timeout or math.inf, budget - time.monotonic()), 0.001)
             answer = send(
-                f"{self.protocol}://{self.host}:{self.port}{url}",
+                f"{self.protocol}://{host}:{self.port}{url}",
                 headers=headers,
                 data=data,
-                timeout=self.timeout,
+                timeout=timeout,
                 verify=self.verify,
                 allow_redirects=False,
             )
@@ -282,7 +289,7 @@ def checked(session: requests.Session, response: requests.Response, **send: Any)
 def _body(response: requests.Response, deadline: float | None, timeout: Any) -> bytes:
     """The whole body, by `deadline`: a read still waiting then ends as its socket is shut."""
     if deadline is None:
-        return response.content
+        return _read(response)
     late = threading.Event()
 
     def cut() -> None:
@@ -295,7 +302,7 @@ def _body(response: requests.Response, deadline: float | None, timeout: Any) -> 
         timer.daemon = True
         timer.start()
         try:
-            body = response.content
+            body = _read(response)
         except requests.exceptions.RequestException:
             if not late.is_set():
                 raise
@@ -309,6 +316,25 @@ def _body(response: requests.Response, deadline: float | None, timeout: Any) -> 
         f"GitHub did not send its whole answer to {where} within {timeout:g} s: "
         "raise PRHUB_TIMEOUT, or rerun later"
     )
+
+
+def _read(response: requests.Response) -> bytes:
+    """The whole body, refused past MAX_ANSWER before more of it is held in memory."""
+    where = urlsplit(response.url).path
+    too_big = GitHubUnavailable(
+        f"GitHub's answer to {where} is over {MAX_ANSWER // 2**20} MB: not read; {ADVICE}"
+    )
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_ANSWER:
+        raise too_big
+    parts, size = [], 0
+    for part in response.iter_content(2**16):
+        size += len(part)
+        if size > MAX_ANSWER:
+            raise too_big
+        parts.append(part)
+    response._content = b"".join(parts)  # what .content gives PyGithub, read once
+    return response._content
 
 
 def _check(response: requests.Response, stream: bool) -> None:

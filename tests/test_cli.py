@@ -579,3 +579,61 @@ def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
     assert "about 5 minutes" in section
     assert "HTML page tests without Chromium" in section
     assert 'bash scripts/check -m "not slow"' in section
+
+
+# A reader that goes away, or no stdout at all: what other command-line tools do
+
+
+def _bare_env(tmp_path: Path) -> dict[str, str]:
+    from prhub.config import ENV
+
+    values = {k: v for k, v in os.environ.items() if k not in {*ENV.values(), "PRHUB_CONFIG"}}
+    return {**values, "PRHUB_REPO": "acme/rocket", "PRHUB_STORE": str(tmp_path / "s.db")}
+
+
+@pytest.mark.parametrize("argv", [["config"], ["prompts"], ["config", "--format", "json"]])
+def test_a_reader_that_left_ends_prhub_quietly_as_a_pipe_would(tmp_path: Path, argv) -> None:
+    read, write = os.pipe()
+    os.close(read)  # `prhub config | head -c 0`: the reader is gone before prhub writes
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "prhub", *argv],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env=_bare_env(tmp_path),
+            cwd=tmp_path,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, b"")
+
+
+@pytest.mark.parametrize("argv", [["config"], ["prompts"]])
+def test_a_closed_stdout_is_one_line_not_a_bug(tmp_path: Path, argv) -> None:
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m prhub "$@" >&-', sys.executable, *argv],
+        stderr=subprocess.PIPE,
+        env=_bare_env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 14
+    assert done.stderr.decode() == ("prhub: error: cannot write to standard output: it is closed\n")
+
+
+def test_a_hostile_prompt_dir_runs_nothing_even_in_a_dry_run(
+    github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "mine" / "digest"
+    folder.mkdir(parents=True)
+    (folder / "v99.system.j2").write_text("system")
+    shell = "{{ cycler.__init__.__globals__.os.popen('touch PWNED').read() }}"
+    leak = "{{ lipsum.__globals__.os.environ.GITHUB_TOKEN }}"
+    (folder / "v99.user.j2").write_text(f"{shell}{leak}")
+    env = make_env(github, llm, tmp_path / "store.db")
+    result = summarize(env, "--dry-run", "--prompt-dir", str(tmp_path / "mine"))
+    assert_fails(result, 3, "prompt digest@v99")
+    assert GITHUB_TOKEN not in result.output and not (tmp_path / "PWNED").exists()
+    assert llm.bodies == []

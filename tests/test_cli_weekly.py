@@ -573,3 +573,25 @@ def test_credentials_in_a_base_url_stay_out_of_messages(env):
     assert "s3cretpass" not in result.output and f"127.0.0.1:{port}" in result.stderr
     shown = prhub({**env, "OPENAI_BASE_URL": url}, "config").stdout
     assert "s3cretpass" not in shown
+
+
+@pytest.mark.parametrize("listed", [0, 1])
+def test_a_search_listing_fewer_prs_than_it_counts_keeps_the_old_report(
+    env, github, tmp_path, listed
+):
+    week = ["weekly", "--week", "31", "--year", "2026"]
+    assert prhub(env, *week).exit_code == 0
+    report = tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md"
+    first = report.read_bytes()
+    github.script(r"^/search/issues$", [("short", listed)] * 20)
+    again = prhub(env, *week)
+    assert again.exit_code == 8, again.stderr
+    assert f"listed {listed}" in again.stderr
+    assert report.read_bytes() == first
+
+
+def test_a_setting_that_is_not_finite_is_refused_in_one_line(env):
+    result = prhub({**env, "PRHUB_RETRY_BASE_WAIT": "nan"}, "weekly", "--week", "31")
+    assert result.exit_code == 3
+    says = "PRHUB_RETRY_BASE_WAIT: must be a finite number, got 'nan'"
+    assert result.stderr == f"prhub: error: {says}\n"

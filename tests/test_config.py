@@ -277,6 +277,10 @@ def test_require_repo():
         ("http://host:8080/a@b", "http://host:8080/a@b"),  # a port, then a path
         ("https://u:p@ss@host/v1", "https://host/v1"),  # an unescaped @ in the password
         ("https://u:pa/ss@host", "https://host"),  # an unescaped / in the password
+        ("https://u:pa?ss@host/v1", "https://host/v1"),  # an unescaped ? in the password
+        ("https://u:pa#ss@host/v1", "https://host/v1"),  # an unescaped # in the password
+        ("http://u:p?a#b@host:8/x?k=1", "http://host:8/x?k=1"),
+        ("https://h/v1?email=a@b.c", "https://h/v1?email=a@b.c"),  # an @ in the query
         ("https://h/v1?api-key=abc&x=1", "https://h/v1?api-key=***&x=1"),
         ("https://h/v1?access_token=abc", "https://h/v1?access_token=***"),
         ("http://[::1", "http://[::1"),
@@ -365,3 +369,49 @@ def test_a_repository_name_github_would_not_accept_is_refused(repo):
 @pytest.mark.parametrize("repo", ["verl-project/verl", "o/r.js", "o/.github", "a1/b_c-d.e"])
 def test_real_repository_names_pass(repo):
     assert load_settings({"repo": repo}, env={}).repo == repo
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e309", "NaN", "Infinity"])
+@pytest.mark.parametrize(
+    "variable",
+    ["PRHUB_RETRY_BASE_WAIT", "PRHUB_MAX_RETRY_TIME", "PRHUB_TIMEOUT"],
+)
+def test_a_number_that_is_not_finite_is_refused_from_the_environment(tmp_path, variable, value):
+    assert error(tmp_path, env={variable: value}) == (
+        f"{variable}: must be a finite number, got {value!r}"
+    )
+
+
+def test_a_number_that_is_not_finite_is_refused_from_a_flag_or_a_file(tmp_path):
+    message = error(tmp_path, {"timeout": float("inf")})
+    assert message == "--timeout: must be a finite number, got inf"
+    path = toml(tmp_path, "max_retry_wait = nan\n")
+    assert error(tmp_path) == f"{path} max_retry_wait: must be a finite number, got nan"
+    path = toml(tmp_path, '[repos."o/r"]\nretry_base_wait = inf\n')
+    assert error(tmp_path, env={"PRHUB_REPO": "o/r"}) == (
+        f'{path} [repos."o/r"] retry_base_wait: must be a finite number, got inf'
+    )
+    path = toml(tmp_path, "[prices.m]\ninput = 1\noutput = nan\n")
+    assert error(tmp_path) == f"{path} [prices.m] output: must be a finite number, got nan"
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_TOKEN", "OPENAI_API_KEY"])
+@pytest.mark.parametrize("tail", ["\n", "\r\n", "\nX-Other: 1", "\t", " ", "\x00"])
+def test_a_secret_holding_a_line_break_or_control_is_refused_unshown(tmp_path, variable, tail):
+    secret = f"{TOKEN if variable == 'GITHUB_TOKEN' else KEY}"
+    message = error(tmp_path, env={variable: secret + tail})
+    assert message.startswith(f"{variable}: ") and "line break" in message
+    assert secret not in message and secret[:8] not in message
+
+
+@pytest.mark.parametrize("password", ["pa?ss", "pa#ss", "p?a#b", "pa/ss"])
+@pytest.mark.parametrize("variable", ["OPENAI_BASE_URL", "GITHUB_API_URL"])
+def test_a_url_whose_password_cannot_be_read_is_refused_unshown(tmp_path, variable, password):
+    message = error(tmp_path, env={variable: f"https://user:{password}@host.example/v1"})
+    assert message.startswith(f"{variable}: ") and "percent-encode" in message
+    assert password not in message and "user" not in message
+
+
+def test_a_url_with_an_escaped_password_is_taken(tmp_path):
+    url = "https://user:pa%3Fss%23x@host.example/v1"
+    assert load_settings({}, env={"OPENAI_BASE_URL": url}, cwd=tmp_path).openai_base_url == url

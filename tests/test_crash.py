@@ -182,3 +182,73 @@ def test_a_signal_starts_no_new_request_and_keeps_what_finished(
         kept = stored_digests(tmp_path / "store.db")
         assert kept and len(kept) < len(WEEK_31)  # what finished is in the store
         assert not (tmp_path / "report.md").exists()  # and no partial report
+
+
+# The signal handler takes no lock: the main thread may hold one when the signal comes
+
+# The signal comes at the n-th line run inside retry.pause(), including the lines of the
+# threading code it waits in: wherever it lands, the handler must not wait for a lock.
+PAUSING = """
+import os, signal, sys
+from prhub import cli, retry
+from prhub.errors import Interrupted
+signal.signal(signal.SIGTERM, cli._interrupt)
+at, lines = int(sys.argv[1]), 0
+def trace(frame, event, arg):
+    global lines
+    if event == "line":
+        lines += 1
+        if lines == at:
+            signal.raise_signal(signal.SIGTERM)
+    return trace
+try:
+    while True:
+        sys.settrace(trace)
+        retry.pause(0.01)
+        sys.settrace(None)
+except Interrupted as exc:
+    os._exit(exc.exit_code)
+"""
+
+
+@pytest.mark.parametrize("at", range(1, 31))
+def test_a_signal_anywhere_in_a_retry_pause_ends_the_process(at: int) -> None:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", PAUSING, str(at)], capture_output=True, timeout=5
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a SIGTERM at line {at} of a retry pause left the process alive")
+    assert done.returncode == 143, done.stderr.decode()
+
+
+def test_prhub_waiting_in_a_retry_pause_ends_on_sigterm(
+    github: GitHubStandIn, tmp_path: Path
+) -> None:
+    with LLMStandIn(api_key=OPENAI_KEY) as down:
+        down.script([(503, {}, {"error": {"message": "overloaded"}})] * 100)
+        for attempt in range(5):
+            values = env(github.url, down.url, tmp_path / f"store{attempt}.db")
+            values.update(PRHUB_RETRY_BASE_WAIT="20", PRHUB_MAX_RETRY_WAIT="60")
+            asked = len(down.requests)
+            child = subprocess.Popen(
+                [sys.executable, "-m", "prhub", "summarize", "--repo", "acme/rocket"]
+                + ["--pr", "101"],
+                env=values,
+                cwd=tmp_path,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            deadline = time.monotonic() + 30
+            while len(down.requests) == asked and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)  # in the pause before the next attempt
+            child.send_signal(signal.SIGTERM)
+            try:
+                _, stderr = child.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+                pytest.fail("prhub in a retry pause outlived a SIGTERM by 5 s")
+            assert child.returncode == 143, stderr.decode()
+            assert "Traceback" not in stderr.decode()

@@ -582,3 +582,14 @@ def test_weekly_page_opens_with_the_lead_and_pairs_a_revert_in_one_row():
     sparse = html.weekly_html(sparse_report())
     assert "模块与主题趋势" not in sparse and "<th>主题</th>" not in sparse
     assert "最多产" not in sparse and "生成于" not in sparse
+
+
+def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_html():
+    from tests.test_render import HIDDEN, SPOOFED
+
+    d = injected_digest(SPOOFED, SPOOFED)
+    r = report()
+    r = r.model_copy(update={"digests": [d, *r.digests[1:]]})
+    for page in (html.digest_html(d), html.weekly_html(r)):
+        assert not any(c in page for c in HIDDEN)
+        assert "‹U+202E›" in page and "gnp.exe" in page

@@ -20,6 +20,7 @@ from prhub.cli import app
 from prhub.errors import LLMInvalidReply, LLMUnavailable
 from prhub.llm import LLM
 from prhub.model import Usage
+from prhub.prompt import message_tokens
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.test_cli import assert_fails, make_env, summarize
@@ -360,3 +361,94 @@ def test_a_verbose_run_leaks_no_secret_of_its_urls(tmp_path: Path) -> None:
     assert (tmp_path / "week.md").is_file() and (tmp_path / "store.db").is_file()
     for text in artifacts:
         assert password not in text and key not in text
+
+
+# A reply no model held to max_tokens could write: refused before anything reads or records it
+
+
+def test_a_reply_far_longer_than_max_tokens_allows_is_refused(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    content = json.dumps({"score": 1, "why": "x" * 1_000_000})
+    message = {"role": "assistant", "content": content}
+    llm.script([(200, {}, completion(choices=choice(message=message)))])
+    client = make_llm(output_tokens=4000)
+    with pytest.raises(LLMUnavailable) as caught:
+        client.complete(MESSAGES, Rating)
+    assert "max_tokens 4000" in one_line(caught)
+    assert f"{len(content)} characters" in one_line(caught)
+    assert client.spent.tokens_out == 0
+
+
+def test_usage_far_over_max_tokens_is_refused_not_recorded(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    usage = {"prompt_tokens": 20, "completion_tokens": 1_750_000, "total_tokens": 1_750_020}
+    llm.script([(200, {}, completion(usage=usage))])
+    client = make_llm(output_tokens=4000)
+    with pytest.raises(LLMUnavailable) as caught:
+        client.complete(MESSAGES, Rating)
+    assert "1750000 output tokens" in one_line(caught)
+    assert client.spent.tokens_out == 0
+
+
+def test_reasoning_tokens_beyond_max_tokens_are_no_reason_to_refuse(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    usage = {
+        "prompt_tokens": 20,
+        "completion_tokens": 20_009,
+        "completion_tokens_details": {"reasoning_tokens": 20_000},
+    }
+    llm.script([(200, {}, completion(usage=usage))])
+    client = make_llm(output_tokens=4000)
+    client.complete(MESSAGES, Rating)
+    assert client.spent.tokens_out == 20_009
+
+
+def test_a_hanging_endpoint_is_given_up_within_the_time_all_attempts_may_take() -> None:
+    # Attempts of 1 s each: the third starts at about 2 s, and must end at 2.5 s, not 3 s.
+    with LLMStandIn(api_key=OPENAI_KEY, latency=30) as server:
+        config = settings(
+            server, timeout=1, max_attempts=5, max_retry_time=2.5, retry_base_wait=0.01
+        )
+        client = LLM(config, counter=retry.RetryCounter())
+        message_tokens(MESSAGES, config.encoding)  # the tokenizer loaded before the clock starts
+        started = time.monotonic()
+        try:
+            with pytest.raises(LLMUnavailable):
+                client.complete(MESSAGES, Rating)
+        finally:
+            client.close()
+        spent = time.monotonic() - started
+        assert len(server.bodies) == 3
+    assert 2.3 < spent < 2.8
+
+
+def test_calls_waiting_behind_a_probe_the_endpoint_never_answered_fail_with_it() -> None:
+    # The response mode is not known yet, so one call probes while the others wait for it.
+    with LLMStandIn(api_key=OPENAI_KEY, latency=30) as server:
+        config = settings(server, timeout=0.5, max_attempts=2, retry_base_wait=0.01, jobs=4)
+        client = LLM(config, counter=retry.RetryCounter())
+        message_tokens(MESSAGES, config.encoding)  # the tokenizer loaded before the clock starts
+        failures: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                client.complete(MESSAGES, Rating)
+            except LLMUnavailable as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=call) for _ in range(4)]
+        started = time.monotonic()
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            client.close()
+        spent = time.monotonic() - started
+        assert len(server.bodies) == 2  # the probe's two attempts, and no one else's
+    assert len(failures) == 4 and all("within 0.5 s" in str(f) for f in failures)
+    assert spent < 2.0

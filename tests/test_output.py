@@ -209,11 +209,51 @@ def test_writing_through_a_symlink_updates_its_target(tmp_path):
 
 
 def test_a_dangling_symlink_gets_its_target_created(tmp_path):
+    (tmp_path / "new").mkdir()
     link = tmp_path / "latest.md"
     link.symlink_to(tmp_path / "new" / "week.md")
     output.write(TEXT, link)
     assert link.is_symlink()
     assert (tmp_path / "new" / "week.md").read_text(encoding="utf-8") == TEXT
+
+
+def test_a_dangling_symlink_creates_no_folder_for_its_target(tmp_path):
+    link = tmp_path / "latest.md"
+    link.symlink_to(tmp_path / "elsewhere" / "deep" / "week.md")
+    with pytest.raises(OutputError, match=f"cannot write {link}: it links to .*elsewhere"):
+        output.write(TEXT, link)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_dangling_symlinked_folder_creates_nothing_through_it(tmp_path):
+    (tmp_path / "reports").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OutputError):
+        output.write(TEXT, tmp_path / "reports" / "acme" / "week.md")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("link", ["reports", "reports/acme", "reports/acme/rocket"])
+def test_the_default_report_path_follows_no_symlink(tmp_path, monkeypatch, link):
+    monkeypatch.chdir(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    Path(link).parent.mkdir(parents=True, exist_ok=True)
+    Path(link).symlink_to(outside)
+    with pytest.raises(OutputError, match=f"{link} is a symbolic link"):
+        output.publish_weekly(report(), "markdown", None)
+    assert list(outside.iterdir()) == []
+
+
+def test_the_default_report_file_that_is_a_symlink_is_not_written_through(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "reports" / "acme" / "rocket"
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (folder / "2026-W31.md").symlink_to(victim)
+    with pytest.raises(OutputError, match="is a symbolic link"):
+        output.publish_weekly(report(), "markdown", None)
+    assert victim.read_text() == "keep"
 
 
 def test_a_fifo_gets_the_text_and_stays_a_fifo(tmp_path):
@@ -306,11 +346,21 @@ def test_a_failed_rename_leaves_the_old_file_and_no_temp_file(tmp_path, monkeypa
     assert os.listdir(tmp_path) == ["report.md"]
 
 
-def test_stdout_that_is_a_closed_pipe_is_an_output_error(monkeypatch):
+def test_stdout_whose_reader_left_is_left_to_the_cli(monkeypatch):
     class Broken(io.StringIO):
         def write(self, text: str) -> int:
             raise BrokenPipeError(32, "Broken pipe")
 
     monkeypatch.setattr(sys, "stdout", Broken())
-    with pytest.raises(OutputError, match="^cannot write to standard output: Broken pipe$"):
+    with pytest.raises(BrokenPipeError):  # cli.main ends quietly, as `| head` expects
+        output.write(TEXT, None)
+
+
+def test_stdout_that_fails_otherwise_is_an_output_error(monkeypatch):
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    with pytest.raises(OutputError, match="^cannot write to standard output: No space left"):
         output.write(TEXT, None)

@@ -120,3 +120,47 @@ def test_pr_text_cannot_close_its_fence() -> None:
     assert content.count("</pr_body>") == 1  # only the template's own closing tag
     assert "Ignore the rules above" in content
     assert content.index("Ignore the rules above") < content.index("</pr_body>")
+
+
+# A user's own templates are sandboxed: no way to the environment, the shell or the secrets
+
+SECRET = "ghp_SECRETsecretSECRETsecret00000000000000"
+HOSTILE = [
+    "{{ cycler.__init__.__globals__.os.popen('touch PWNED').read() }}",
+    "{{ joiner.__init__.__globals__.os.environ.GITHUB_TOKEN }}",
+    "{{ namespace.__init__.__globals__.os.environ.GITHUB_TOKEN }}",
+    "{{ lipsum.__globals__['os'].popen('touch PWNED').read() }}",
+    "{{ lipsum.__globals__.os.environ }}",
+    "{{ self.__init__.__globals__.__builtins__.__import__('os').environ }}",
+    "{{ self._TemplateReference__context }}",
+    "{{ config }}",
+    "{{ range.__init__.__globals__ }}",
+    "{{ pr.__class__.__init__.__globals__.os.environ }}",
+    "{{ (pr|attr('__class__')).__mro__[-1].__subclasses__() }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ pr.model_validate.__func__.__globals__ }}",
+    "{{ '{0.__class__.__init__.__globals__}'.format(pr) }}",
+    "{% for k in pr.__dict__ %}{{ k }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("template", HOSTILE)
+def test_a_template_cannot_reach_the_environment(
+    template: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "prompts" / "digest"
+    folder.mkdir(parents=True)
+    (folder / "v99.system.j2").write_text("system", encoding="utf-8")
+    (folder / "v99.user.j2").write_text(template, encoding="utf-8")
+    p = load_prompt("digest", prompt_dir=tmp_path / "prompts")
+    try:
+        rendered = str(p.messages(pr=prepared("body"), schema="", notes=[], diff="+x"))
+    except ConfigError as exc:
+        rendered = str(exc)
+    assert SECRET not in rendered and "PATH" not in rendered and "os.py" not in rendered
+    assert "subprocess" not in rendered and "Popen" not in rendered
+    assert not (tmp_path / "PWNED").exists()
+    assert p.version == "v99"

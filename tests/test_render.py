@@ -426,3 +426,34 @@ def test_the_facts_join_the_models_risks_by_pr_never_a_second_copy():
 def test_no_generated_time_leaves_it_out_of_the_meta_line():
     assert "生成于" not in render.weekly_markdown(sparse_report())
     assert "· 生成于 2026-08-03 09:02" in render.weekly_markdown(report())
+
+
+# Invisible controls that reorder or hide text (Trojan Source) never reach a reader raw
+
+HIDDEN = "\u202e\u202a\u2066\u2067\u2068\u2069\u200b\u200c\u200d\u200e\u200f\ufeff\u061c"
+SPOOFED = f"修复 {HIDDEN}gnp.exe 的加载"
+
+
+def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_markdown():
+    r = hostile_narrative_report()
+    r = r.model_copy(
+        update={
+            "digests": [
+                r.digests[0].model_copy(
+                    update={
+                        "original_title": SPOOFED,
+                        "content": r.digests[0].content.model_copy(update={"title": SPOOFED}),
+                    }
+                ),
+                *r.digests[1:],
+            ]
+        }
+    )
+    texts = [
+        render.digest_markdown(injected_digest(SPOOFED, SPOOFED)),
+        render.weekly_markdown(r),
+    ]
+    for text in texts:
+        assert not any(c in text for c in HIDDEN)
+        assert "‹U+202E›" in text and "‹U+FEFF›" in text and "gnp.exe" in text
+    assert render.code(SPOOFED).count("‹U+") == len(HIDDEN)

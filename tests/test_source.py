@@ -515,3 +515,12 @@ def test_github_requests_in_flight_stay_within_the_bound_whatever_the_jobs(
     assert github.per_pr() == {n: 3 for n in range(1, 25)}
     # Requests did overlap, so the bound, not a lack of threads, is what held them.
     assert 1 < github.most_in_flight <= GITHUB_IN_FLIGHT < 8
+
+
+def test_an_ipv6_literal_github_url_is_used_as_given(make_source: Any) -> None:
+    with socket.socket(socket.AF_INET6) as sock:  # a port on ::1 nothing listens on
+        sock.bind(("::1", 0))
+        port = sock.getsockname()[1]
+    source = make_source(github_url=f"http://[::1]:{port}", max_attempts=1)
+    with pytest.raises(GitHubUnavailable, match=rf"cannot reach GitHub at http://\[::1\]:{port}"):
+        source.pull_payload(REPO, 101)

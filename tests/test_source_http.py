@@ -218,6 +218,24 @@ def test_a_search_whose_halves_stay_incomplete_fails(
     assert len([r for r in github.requests if r["path"] == "/search/issues"]) == 6
 
 
+@pytest.mark.parametrize("listed", [0, 1])
+def test_a_search_listing_fewer_prs_than_it_counts_fails(
+    source: GitHubSource, github: GitHubStandIn, listed: int
+) -> None:
+    github.script(r"^/search/issues$", [("short", listed)] * 9)
+    with pytest.raises(GitHubUnavailable) as caught:
+        week(source)
+    assert caught.value.exit_code == 8
+    assert f"listed {listed}" in one_line(caught) and REPO in one_line(caught)
+
+
+def test_a_search_listing_fewer_prs_once_is_searched_again_in_halves(
+    source: GitHubSource, github: GitHubStandIn
+) -> None:
+    github.script(r"^/search/issues$", [("short", 2)])
+    assert week(source) == WEEK_NUMBERS
+
+
 # Malformed answers: one line, exit 8, for every endpoint
 
 
@@ -552,3 +570,43 @@ def test_one_threads_request_never_leaves_as_anothers(
     other.start()
     other.join()
     assert json.loads(connection.getresponse().read())["number"] == 101
+
+
+# Answers too big to be GitHub's: refused before they fill the memory
+
+
+@pytest.mark.parametrize("headers", [{}, {"Transfer-Encoding": "chunked"}])
+def test_an_answer_over_the_size_limit_is_refused_naming_what_was_fetched(
+    source: GitHubSource, github: GitHubStandIn, monkeypatch: pytest.MonkeyPatch, headers: Any
+) -> None:
+    from prhub import source_http
+
+    monkeypatch.setattr(source_http, "MAX_ANSWER", 2**20)
+    huge = json.dumps(pull_with(body="x" * 2 * 2**20)).encode()
+    github.script(r"/pulls/101$", [(200, headers, huge)] * 5)
+    with pytest.raises(GitHubUnavailable) as caught:
+        source.pull(REPO, 101)
+    assert "/repos/acme/rocket/pulls/101" in one_line(caught) and "over 1 MB" in one_line(caught)
+
+
+def test_an_answer_under_the_size_limit_is_read(
+    source: GitHubSource, github: GitHubStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prhub import source_http
+
+    monkeypatch.setattr(source_http, "MAX_ANSWER", 2**20)
+    github.script(r"/pulls/101$", [(200, {}, pull_with(body="x" * 2**19))])
+    assert source.pull(REPO, 101).body.startswith("x" * 1000)
+
+
+def test_a_hanging_github_is_given_up_within_the_time_all_attempts_may_take(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    github.script(r"/pulls/101$", [("sleep", 30)] * 5)
+    source = make_source(timeout=1, max_attempts=5, max_retry_time=2.5, retry_base_wait=0.01)
+    started = time.monotonic()
+    with pytest.raises(GitHubUnavailable):
+        source.pull_payload(REPO, 101)
+    spent = time.monotonic() - started
+    assert len([r for r in github.requests if r["path"].endswith("/pulls/101")]) == 3
+    assert 2.3 < spent < 2.8

