@@ -26,9 +26,10 @@ from prhub.defaults import DEFAULTS
 from prhub.defaults import ENV as ENV
 from prhub.errors import ConfigError
 from prhub.logmask import shown_url as shown_url
+from prhub.names import repo_name
 
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
-_REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
+REPO_SHAPE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
 
 SECRETS = ("github_token", "openai_api_key")
 PER_RUN = ("refresh", "allow_unmerged", "config_file")  # switches for one run, never in a file
@@ -83,11 +84,16 @@ class Settings(BaseModel):
     # Where each value that is not a default came from ("env PRHUB_JOBS"), for `prhub config`.
     sources: dict[str, str] = {}
 
+    @field_validator("repo", mode="before")
+    @classmethod
+    def _repo_text(cls, value: Any) -> Any:
+        return repo_name(value) if isinstance(value, str) else value  # a URL, owner/name.git
+
     @field_validator("repo")
     @classmethod
     def _repo_shape(cls, value: str | None) -> str | None:
         if value is not None and not (
-            _REPO.fullmatch(value) and value.split("/")[1] not in {".", ".."}
+            REPO_SHAPE.fullmatch(value) and value.split("/")[1] not in {".", ".."}
         ):
             raise ValueError(
                 f"repository must look like owner/name (letters, digits, '-' in the owner; "

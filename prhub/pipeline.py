@@ -87,6 +87,8 @@ class Run:
         self._holder = holder_id()
         self._attributes: str | None = None  # the repository's .gitattributes, once read
         self._attributes_lock = threading.Lock()
+        self._repo_lock = threading.Lock()
+        self._named = False  # whether settings.repo is GitHub's spelling yet
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
@@ -105,6 +107,16 @@ class Run:
         self._spent = llm.spent if llm else Usage()
         self._started_mode = llm.mode if llm else None
         return self
+
+    def repo(self) -> str:
+        """The repository as GitHub spells it, asked once a run: that name is used everywhere
+        (store keys, reports, titles), so verl-project/verl and VERL-Project/Verl are one."""
+        with self._repo_lock:
+            if not self._named:
+                name = self.source.full_name(self.settings.require_repo())
+                self.settings = self.settings.model_copy(update={"repo": name})
+                self._named = True
+            return self.settings.require_repo()
 
     def _mode(self, store: Store) -> str | None:
         """The response mode learned for this endpoint and model, unless JSON mode was chosen."""
@@ -183,7 +195,7 @@ class Run:
 
     def merged_pr(self, number: int) -> PullRequest:
         """The PR, refusing one that is not merged unless --allow-unmerged."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         pr = self.load_pr(number)
         if not pr.merged and not self.settings.allow_unmerged:
             raise PRNotMerged(
@@ -194,7 +206,7 @@ class Run:
     def load_pr(self, number: int, updated_at: str | None = None) -> PullRequest:
         """A PR from the store when GitHub says it has not changed, else fetched and scrubbed;
         its files marked as the repository's .gitattributes says."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         kept = None if self.settings.refresh else self.store.pull(repo, number)
         if kept and updated_at and same_time(kept[1], updated_at):
             return with_attributes(kept[0], self.attributes())  # no request: nothing changed
@@ -214,7 +226,7 @@ class Run:
         """The repository's .gitattributes: stored within a day, else read (once a run), else
         the stored copy however old when GitHub fails (a failure with none stored fails the PR:
         digests keyed without the marks would be made again once GitHub answers)."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         with self._attributes_lock:
             if self._attributes is None and not self.settings.refresh:
                 self._attributes = self.store.attributes(repo, max_age=ATTRIBUTES_AGE)
@@ -266,7 +278,7 @@ class Run:
 
     def fetch_window(self, w: Window) -> tuple[dict[int, PullRequest], list[FailedPR]]:
         """Every PR merged in the window, from the store when unchanged, else from GitHub."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
         return each(
             dict(sorted(hits.items())),
@@ -278,8 +290,8 @@ class Run:
 
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
         """Digests every PR merged in the window, computes its facts, writes the narrative."""
+        repo = self.repo()
         settings = self.settings
-        repo = settings.require_repo()
         hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
         # Each PR digested once fetched, the biggest first among those waiting: the LLM does
         # not wait for the last fetch, nor a big PR's calls for the small ones.

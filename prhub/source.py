@@ -13,7 +13,7 @@ from github.Issue import Issue
 from github.PullRequest import PullRequest as GithubPullRequest
 
 from prhub import retry
-from prhub.config import Settings, shown_url
+from prhub.config import REPO_SHAPE, Settings, shown_url
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -253,6 +253,21 @@ class GitHubSource:
         return GitHubUnavailable(
             f"GitHub answered {exc.status} ({message}) while {what}; rerun later"
         )
+
+    def full_name(self, repo: str) -> str:
+        """The repository's name as GitHub spells it (`Owner/Name` for `owner/name`): one
+        request, which also finds a missing repository before any other."""
+
+        def look_up() -> str:
+            _, data = self.client.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
+            return data.get("full_name") if isinstance(data, dict) else None
+
+        name = self._call(look_up, f"looking up {repo}", repo=repo)
+        if not (isinstance(name, str) and REPO_SHAPE.fullmatch(name)):
+            raise GitHubUnavailable(
+                f"GitHub's answer for {repo} names no repository ({str(name)[:80]!r}): rerun later"
+            )
+        return name
 
     def _repo_exists(self, repo: str) -> bool:
         """Whether the repository answers: tells a missing PR from a missing repository."""

@@ -357,7 +357,8 @@ def test_second_run_reuses_the_store(
     assert again.stdout == first.stdout
     assert len(llm.bodies) == llm_calls
     # One request for the PR: the pull, to notice a change; files and reviews come from the store.
-    assert paths(github)[github_calls:] == ["/repos/acme/rocket/pulls/101"]
+    # (And one for the run: the repository's name as GitHub spells it.)
+    assert paths(github)[github_calls:] == ["/repos/acme/rocket", "/repos/acme/rocket/pulls/101"]
 
 
 def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandIn) -> None:
