@@ -258,7 +258,7 @@ class GitHubSource:
         """The repository's name as GitHub spells it (`Owner/Name` for `owner/name`): one
         request, which also finds a missing repository before any other."""
 
-        def look_up() -> str:
+        def look_up() -> Any:
             _, data = self.client.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
             return data.get("full_name") if isinstance(data, dict) else None
 
