@@ -237,24 +237,39 @@ class ConfigFormat(StrEnum):
 
 
 @app.command("config", cls=Command)
-@with_options({n: SHARED[n] for n in ("repo", "config")})
+@with_options({n: SHARED[n] for n in ("repo", "model", "response_mode", "store", "config")})
 def show_config(
     fmt: Annotated[ConfigFormat, typer.Option("--format", help="text, or json for scripts")] = (
         ConfigFormat.text
     ),
+    forget_mode: Annotated[
+        bool,
+        typer.Option(
+            "--forget-mode", help="forget the response mode learned for the endpoint and model"
+        ),
+    ] = False,
     **options: Any,
 ) -> None:
     """Print every effective setting and where it came from; secrets are masked."""
-    from prhub import progress
+    from prhub import pipeline, progress
 
     try:
         settings = _settings(options)
+        if forget_mode:
+            done = pipeline.forget_mode(settings)
+            what = "forgot the" if done else "no"
+            typer.echo(
+                f"prhub: {what} response mode learned for {settings.model} at {settings.endpoint}",
+                err=True,
+            )
+            return
+        learned = None if pipeline.explicit_mode(settings) else pipeline.learned_mode(settings)
     except PrhubError as exc:
         _fail(exc)
     if fmt is ConfigFormat.json:
-        typer.echo(progress.describe_json(settings))
+        typer.echo(progress.describe_json(settings, learned))
         return
-    for row in progress.describe(settings):
+    for row in progress.describe(settings, learned):
         typer.echo(row.text())
 
 

@@ -44,7 +44,7 @@ from prhub.report import (
     WeeklyReport,
 )
 from prhub.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
-from prhub.store import Store, holder_id
+from prhub.store import Store, default_path, holder_id
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
 log = logging.getLogger("prhub")
@@ -119,9 +119,10 @@ class Run:
             return self.settings.require_repo()
 
     def _mode(self, store: Store) -> str | None:
-        """The response mode learned for this endpoint and model, unless JSON mode was chosen."""
-        learned = self.settings.response_mode == "json_schema"
-        return store.endpoint_mode(self.settings.endpoint, self.settings.model) if learned else None
+        """The response mode learned for this endpoint and model, unless one was chosen."""
+        if explicit_mode(self.settings):
+            return None  # a flag, variable or file setting wins over what the store learned
+        return store.endpoint_mode(self.settings.endpoint, self.settings.model)
 
     def __exit__(
         self,
@@ -372,6 +373,25 @@ class Run:
             aliases=self.settings.tags,
             **w._asdict(),  # start, end, year, week
         )
+
+
+def explicit_mode(settings: Settings) -> bool:
+    """Whether the response mode was chosen (flag, variable, file) rather than defaulted."""
+    return "response_mode" in settings.sources or settings.response_mode != "json_schema"
+
+
+def learned_mode(settings: Settings) -> tuple[str, str] | None:
+    """The response mode the store learned for the endpoint and model, and when."""
+    if not (settings.store or default_path()).exists():
+        return None  # showing settings must not create a store
+    with closing(Store(settings.store)) as store:
+        return store.endpoint_learned(settings.endpoint, settings.model)
+
+
+def forget_mode(settings: Settings) -> bool:
+    """Forgets the learned response mode of the endpoint and model; False when none was."""
+    with closing(Store(settings.store)) as store:
+        return store.forget_endpoint_mode(settings.endpoint, settings.model)
 
 
 def summarize_pr(

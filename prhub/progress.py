@@ -187,8 +187,9 @@ class Row(NamedTuple):
         return f"{self.name} = {shown}  # {self.source}"
 
 
-def describe(settings: Settings) -> list[Row]:
-    """Every effective value with its source, built-in defaults included, secrets masked."""
+def describe(settings: Settings, learned: tuple[str, str] | None = None) -> list[Row]:
+    """Every effective value with its source, built-in defaults included, secrets masked;
+    `learned` is the response mode the store holds for the endpoint, when no setting chose one."""
     from prhub.tags import TAG_ALIASES
 
     sources = settings.sources
@@ -209,6 +210,15 @@ def describe(settings: Settings) -> list[Row]:
             rows.append(row(name, shown_url(value) or "https://api.openai.com/v1"))
         elif name == "github_url":
             rows.append(row(name, shown_url(value)))
+        elif name == "response_mode" and learned:
+            rows.append(
+                Row(
+                    name,
+                    learned[0],
+                    f"store: learned {learned[1][:19]} from the endpoint; "
+                    "`prhub config --forget-mode` forgets it",
+                )
+            )
         elif name == "store":
             rows.append(row(name, str(value or default_store())))
         elif name == "noise_globs":
@@ -261,9 +271,9 @@ def _noise_rules() -> list[tuple[str, list[str]]]:
     ]
 
 
-def describe_json(settings: Settings) -> str:
+def describe_json(settings: Settings, learned: tuple[str, str] | None = None) -> str:
     """`prhub config --format json`: each setting's value and source, for scripts."""
-    rows = {r.name: {"value": r.value, "source": r.source} for r in describe(settings)}
+    rows = {r.name: {"value": r.value, "source": r.source} for r in describe(settings, learned)}
     return json.dumps(rows, indent=2, ensure_ascii=False)
 
 
