@@ -293,11 +293,24 @@ def _file_values(
 
 
 def _check_keys(data: dict[str, Any], origin: _Origin) -> None:
-    """Refuses a key that is no setting, naming the closest one."""
+    """Refuses a key that is no setting, or a table that is none, naming the closest one;
+    refuses a URL without a scheme, blaming the file that holds it."""
     known = FILE_KEYS if origin.table else (*FILE_KEYS, "repos")
-    for key in data:
+    tables = [k for k in ("repos", "prices", "tags") if k in known]
+    for key, value in data.items():
         if key not in known:
             raise ConfigError(f"{origin.where([key])}: {_unknown(key, known)}")
+        if isinstance(value, dict) and key not in tables:
+            table = _table(origin.path, (*origin.table, key))
+            raise ConfigError(f"{table}: {_unknown(key, tables, 'table')}")
+        if key in _URLS and isinstance(value, str) and not _SCHEME.match(value):
+            raise ConfigError(
+                f"{origin.where([key])}: {value!r} has no scheme; write e.g. http://{value}"
+            )
+
+
+_URLS = ("openai_base_url", "github_url")
+_SCHEME = re.compile(r"https?://", re.IGNORECASE)
 
 
 def _shaped(data: dict[str, Any], origin: _Origin) -> dict[str, Any]:
@@ -306,7 +319,8 @@ def _shaped(data: dict[str, Any], origin: _Origin) -> dict[str, Any]:
     try:
         shape = _File.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        # A mistyped key before the missing one it causes: `ouput` says more than `output`.
+        err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         raise ConfigError(f"{origin.where(err['loc'])}: {_problem(err)}") from None
     values = {k: v for k, v in data.items() if k not in ("repos", "prices", "noise_globs")}
     if shape.prices:

@@ -14,7 +14,13 @@ from pydantic import BaseModel
 
 from prhub import llm_http, retry
 from prhub.config import Settings, shown_url
-from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable
+from prhub.errors import (
+    ConfigError,
+    LLMInvalidReply,
+    LLMRequestError,
+    LLMUnavailable,
+    set_secret,
+)
 from prhub.model import Usage
 from prhub.prepare.tokens import count
 from prhub.prompt import Prompt, load_prompt, message_tokens, tasks, untrusted, versions
@@ -106,7 +112,8 @@ class LLM:
         if client is None:
             if not settings.openai_api_key:
                 raise ConfigError(
-                    "OPENAI_API_KEY is not set: export it (any value for a local server)"
+                    f"OPENAI_API_KEY is not set: {set_secret('OPENAI_API_KEY')} "
+                    "(any value for a local server)"
                 )
             base_url, query = llm_http.endpoint(settings.openai_base_url)
             where = shown_url(settings.openai_base_url) or "https://api.openai.com/v1"
@@ -317,6 +324,11 @@ class LLM:
                 f"the LLM endpoint rejected the API key ({exc.status_code}): check OPENAI_API_KEY"
                 + ("; the login in OPENAI_BASE_URL was sent instead of it" if login else "")
             )
+        if exc.status_code in (404, 405, 501) and not _names_model(exc, detail):
+            return LLMRequestError(
+                f"{self._where()} answered {exc.status_code} ({detail[:120]}) to a chat "
+                "completion: is OPENAI_BASE_URL an OpenAI-compatible API? (it usually ends in /v1)"
+            )
         if exc.status_code == 404:
             return LLMRequestError(
                 f"model {self.settings.model!r} not found at {self._where()} ({detail}): "
@@ -354,6 +366,11 @@ class LLM:
         return LLMRequestError(
             f"the LLM endpoint refused the request ({exc.status_code}: {detail})"
         )
+
+
+def _names_model(exc: openai.APIStatusError, detail: str) -> bool:
+    """Whether an error is an API's answer about the model, not a server that is no such API."""
+    return "model" in llm_http.error_code(exc) or "model" in detail.lower()
 
 
 def _first_number(pattern: re.Pattern[str], text: str) -> int | None:

@@ -28,6 +28,7 @@ from prhub.config import (
     shown_url,
     toml_key,
 )
+from prhub.errors import set_secret
 from prhub.model import Usage
 from prhub.report import DryRun
 
@@ -167,7 +168,7 @@ def notices(settings: Settings) -> list[str]:
     if settings.github_token is None:
         return [
             "warning: GITHUB_TOKEN is not set: reading GitHub unauthenticated, which github.com "
-            "limits to 60 requests an hour; export GITHUB_TOKEN for 5,000"
+            f"limits to 60 requests an hour; {set_secret('GITHUB_TOKEN')} for 5,000"
         ]
     return []
 

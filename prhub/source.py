@@ -21,6 +21,7 @@ from prhub.errors import (
     PrhubError,
     PRNotFound,
     RepoNotFound,
+    set_secret,
 )
 from prhub.model import PullRequest
 from prhub.source_http import IncompleteSearch, Overdue, guard, origin
@@ -232,6 +233,11 @@ class GitHubSource:
         self, exc: GithubException, what: str, repo: str, number: int | None
     ) -> PrhubError:
         message = _message(exc)
+        if exc.status == 401 and self.settings.github_token is None:
+            return GitHubAuthError(
+                f"GitHub at {shown_url(self.settings.github_url)} wants a token and none is set "
+                f"({message}): {set_secret('GITHUB_TOKEN')} (or GH_TOKEN)"
+            )
         if exc.status == 401:
             return GitHubAuthError(f"GitHub rejected the token ({message}): check GITHUB_TOKEN")
         if exc.status == 404:
