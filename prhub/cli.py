@@ -295,7 +295,9 @@ def init_ci(
         str | None,
         typer.Option(
             "--install",
-            help=help_text("git URL or pip requirement for prhub", "this version from PyPI"),
+            help=help_text(
+                "git URL or pip requirement for prhub", "where this prhub was installed from"
+            ),
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,

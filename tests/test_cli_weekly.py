@@ -417,20 +417,26 @@ def test_html_formats(env, tmp_path):
     assert digest.exit_code == 0 and "<!doctype html>" in digest.stdout.lower()
 
 
-def test_init_ci_writes_the_workflow_once(env, tmp_path):
+GIT_RECORD = {
+    "url": "https://github.com/acme/prhub",
+    "vcs_info": {"vcs": "git", "commit_id": "5f1c2e9", "requested_revision": "main"},
+}
+
+
+def test_init_ci_writes_the_workflow_once(env, tmp_path, monkeypatch):
     import yaml
 
-    from prhub import __version__
-    from prhub.ci import workflow_text
+    from prhub import ci
 
+    monkeypatch.setattr(ci, "installed", lambda: GIT_RECORD)
     result = prhub(env, "init-ci", str(tmp_path))
     assert result.exit_code == 0, result.stderr
     written = tmp_path / ".github" / "workflows" / "prhub-weekly.yml"
-    assert written.read_text() == workflow_text()
-    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == f"prhub=={__version__}"
+    wanted = "prhub @ git+https://github.com/acme/prhub@5f1c2e9"
+    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == wanted
     assert result.stdout == (
         f"wrote {written}\n"
-        f"It installs prhub=={__version__} (from the package index); to install from elsewhere, "
+        f"It installs {wanted} (where this prhub was installed from); to install from elsewhere, "
         "edit PRHUB_INSTALL in it\n"
         "or rerun with --force --install GIT_URL.\n"
         "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
@@ -443,6 +449,17 @@ def test_init_ci_writes_the_workflow_once(env, tmp_path):
     again = prhub(env, "init-ci", str(tmp_path))
     assert again.exit_code == 3 and "--force" in again.stderr
     assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
+
+
+def test_init_ci_refuses_to_guess_an_install_from_the_index(env, tmp_path, monkeypatch):
+    from prhub import ci
+
+    monkeypatch.setattr(ci, "installed", lambda: None)
+    result = prhub(env, "init-ci", str(tmp_path))
+    assert result.exit_code == 3
+    assert "cannot tell where this prhub was installed from" in result.stderr
+    assert "pass --install" in result.stderr
+    assert not (tmp_path / ".github").exists()
 
 
 def test_init_ci_installs_from_a_git_url(env, tmp_path):
