@@ -24,9 +24,10 @@ from prhub.options import (
     Command,
     DryRunFlag,
     Fmt,
-    Format,
     Group,
     help_text,
+    out_format,
+    pr_option,
     with_options,
 )
 
@@ -45,7 +46,7 @@ app = typer.Typer(
     # Click's plain help: typer's rich help would load rich and its markdown parser, tripling
     # the time `prhub --help` takes.
     rich_markup_mode=None,
-    context_settings={"max_content_width": 120},
+    context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
 
 
@@ -67,12 +68,16 @@ def _main(
     """Chinese digests of merged GitHub pull requests: one per PR, one per ISO week."""
 
 
-def _settings(options: dict[str, Any]) -> Settings:
-    """Settings from a command's options: those it has are flags, the rest come from elsewhere."""
+def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
+    """Settings from a command's options: those it has are flags, the rest come from elsewhere.
+
+    A command that `runs` without a repository given takes the one of `git remote` origin."""
     import logging
 
     from prhub import logmask
     from prhub.config import load_settings
+    from prhub.errors import ConfigError
+    from prhub.names import git_origin
 
     logging.basicConfig(
         level=logging.INFO if options.get("verbose") else logging.WARNING,
@@ -86,7 +91,14 @@ def _settings(options: dict[str, Any]) -> Settings:
             value = value.value
         # An unset switch must not hide the environment's value.
         flags[key] = None if value is False else value
-    return load_settings(flags, config=options.get("config"))
+    settings = load_settings(flags, config=options.get("config"))
+    if runs and settings.repo is None and (found := git_origin(Path.cwd())):
+        typer.echo(f"prhub: repository {found}, from `git remote get-url origin`", err=True)
+        settings = load_settings({**flags, "repo": found}, config=options.get("config"))
+    if settings.prompt_dir is not None and not settings.prompt_dir.is_dir():
+        where = settings.sources.get("prompt_dir", "")
+        raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")
+    return settings
 
 
 def _fail(exc: PrhubError) -> NoReturn:
@@ -105,15 +117,20 @@ def _warn(settings: Settings) -> None:
 @app.command(cls=Command)
 @with_options(SHARED)
 def summarize(
-    pr: Annotated[
-        int,
-        typer.Option("--pr", help="number of the merged PR", show_default=False, min=1, max=MAX_PR),
+    prs: Annotated[
+        list[str],
+        typer.Option(
+            "--pr",
+            help=f"the merged PR: its number (1..{MAX_PR}), #number or URL",
+            show_default=False,
+            metavar="PR",
+        ),
     ],
     allow_unmerged: Annotated[
         bool, typer.Option("--allow-unmerged", help="digest a PR that is not merged")
     ] = False,
     dry_run: DryRunFlag = False,
-    fmt: Fmt = Format.markdown,
+    fmt: Fmt = None,
     out: Annotated[
         Path | None, typer.Option("--out", help=help_text("write to this file", "stdout"))
     ] = None,
@@ -121,6 +138,8 @@ def summarize(
 ) -> None:
     """Digest one merged PR in Chinese: title, reading verdict, advice, risks."""
     started = time.monotonic()
+    options["repo"], pr = pr_option(prs, options["repo"])  # a PR's URL names its repository
+    chosen = out_format(fmt, out)
     try:
         settings = _settings({**options, "allow_unmerged": allow_unmerged})
         _warn(settings)
@@ -135,7 +154,7 @@ def summarize(
         try:
             with run:
                 digest = run.summarize(pr)
-            pipeline.publish_digest(digest, settings, fmt.value, out)
+            pipeline.publish_digest(digest, settings, chosen.value, out)
             done = True
         finally:
             # A failed run still says what it paid for.
@@ -150,7 +169,7 @@ def summarize(
 @with_options(WEEK, SHARED)
 def weekly(
     dry_run: DryRunFlag = False,
-    fmt: Fmt = Format.markdown,
+    fmt: Fmt = None,
     out: Annotated[
         str | None,
         typer.Option(
@@ -160,6 +179,7 @@ def weekly(
     **options: Any,
 ) -> None:
     """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs."""
+    chosen = out_format(fmt, out)
     try:
         settings = _settings(options)
         _warn(settings)
@@ -175,7 +195,7 @@ def weekly(
             text = progress.dry_run_text(plan, settings)
             pipeline.write(text, None if out in (None, "-") else Path(out))
             return
-        _week("weekly", settings, options, lambda r: pipeline.publish_weekly(r, fmt.value, out))
+        _week("weekly", settings, options, lambda r: pipeline.publish_weekly(r, chosen.value, out))
     except PrhubError as exc:
         _fail(exc)
 
@@ -184,13 +204,14 @@ def weekly(
 @with_options(WEEK, SHARED)
 def labels(
     tag: Annotated[str | None, typer.Option("--tag", help="only this tag")] = None,
-    fmt: Fmt = Format.markdown,
+    fmt: Fmt = None,
     out: Annotated[
         Path | None, typer.Option("--out", help=help_text("write to this file", "stdout"))
     ] = None,
     **options: Any,
 ) -> None:
     """Show the week's digests grouped by tag (module, type, label)."""
+    chosen = out_format(fmt, out)
     try:
         settings = _settings(options)
         _warn(settings)
@@ -200,7 +221,7 @@ def labels(
             "labels",
             settings,
             options,
-            lambda r: pipeline.publish_labels(r, tag, settings, out, fmt.value),
+            lambda r: pipeline.publish_labels(r, tag, settings, out, chosen.value),
         )
     except PrhubError as exc:
         _fail(exc)
@@ -254,7 +275,7 @@ def show_config(
     from prhub import pipeline, progress
 
     try:
-        settings = _settings(options)
+        settings = _settings(options, runs=False)
         if forget_mode:
             done = pipeline.forget_mode(settings)
             what = "forgot the" if done else "no"
@@ -280,7 +301,12 @@ def prompts(**options: Any) -> None:
     from prhub import pipeline
 
     try:
-        for line in pipeline.listing(options["prompt_dir"]):
+        folder = options["prompt_dir"]
+        if folder is not None and not folder.is_dir():
+            from prhub.errors import ConfigError
+
+            raise ConfigError(f"prompt directory {folder} (flag --prompt-dir) is no directory")
+        for line in pipeline.listing(folder):
             typer.echo(line)
     except PrhubError as exc:
         _fail(exc)
@@ -310,6 +336,24 @@ def init_ci(
     except PrhubError as exc:
         _fail(exc)
     typer.echo(ci.next_steps(written, install), nl=False)
+
+
+@app.command("help", cls=Command)
+def show_help(
+    ctx: typer.Context,
+    command: Annotated[str | None, typer.Argument(help="the command to explain")] = None,
+) -> None:
+    """Show prhub's help, or a command's: `prhub help weekly` is `prhub weekly --help`."""
+    group = ctx.parent.command if ctx.parent else ctx.command
+    parent = ctx.parent or ctx
+    if command is None:
+        typer.echo(group.get_help(parent))
+        return
+    found = group.get_command(parent, command) if isinstance(group, Group) else None
+    if found is None:
+        raise typer.BadParameter(f"no such command {command!r}", param_hint="COMMAND")
+    with typer.Context(found, info_name=command, parent=parent) as sub:
+        typer.echo(found.get_help(sub))
 
 
 def main() -> None:

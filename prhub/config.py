@@ -351,7 +351,8 @@ def load_settings(
     """Settings from defaults, config file, environment and flags (not None), in that order."""
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    from_env = {key: env[name] for key, name in ENV.items() if env.get(name)}
+    names = {**ENV, **({"github_token": "GH_TOKEN"} if env.get("GH_TOKEN") else {})}  # as gh
+    from_env = {key: env[name] for key, name in names.items() if env.get(name)}
     path = find_config(config, env, cwd or Path.cwd())
     values: dict[str, Any] = {}
     origins: dict[str, _Origin] = {}
@@ -363,7 +364,7 @@ def load_settings(
         values["config_file"] = path
         sources["config_file"] = _config_source(config, env, path)
     values.update(from_env)
-    origins.update((key, _Origin("env", ENV[key])) for key in from_env)
+    origins.update((key, _Origin("env", names[key])) for key in from_env)
     values.update(flags)
     origins.update((key, _Origin("flag", "--" + key.replace("_", "-"))) for key in flags)
     for key, origin in origins.items():

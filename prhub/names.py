@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
 
 # A repository URL (https, ssh or scp-like), or a PR's URL; host and scheme are not checked
 # beyond looking like GitHub's shapes: GitHub Enterprise hosts differ.
@@ -30,3 +32,20 @@ def pr_ref(text: str) -> tuple[str | None, int | None]:
         return match["repo"], int(match["pr"])
     bare = text.removeprefix("#")
     return None, int(bare) if bare.isdigit() and bare.isascii() else None
+
+
+def git_origin(cwd: Path) -> str | None:
+    """owner/name of the checkout's `origin` remote, when `cwd` is in one with a URL remote."""
+    try:
+        done = subprocess.run(
+            ["git", "remote", "get-url", "origin"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # no git, or not a directory git can read
+    match = _URL.fullmatch(done.stdout.strip()) if done.returncode == 0 else None
+    return match["repo"] if match else None

@@ -12,6 +12,7 @@ from typing import Literal
 
 from prhub import html, labels, render
 from prhub.config import Settings
+from prhub.defaults import DEFAULTS
 from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
 from prhub.report import WeeklyReport
@@ -52,13 +53,16 @@ def labels_text(
 
 
 def report_path(report: WeeklyReport, fmt: Format, root: Path = REPORTS) -> Path:
-    """reports/OWNER/REPO/YEAR-WNN.md, or START_LAST.md for a window of dates."""
+    """reports/OWNER/REPO/YEAR-WNN.md, or START_LAST.md for a window of dates; a timezone
+    other than the default is in the name (YEAR-WNN.UTC.md): its window holds other PRs."""
     facts = report.facts
     if facts.week is not None:
         name = f"{facts.year}-W{facts.week:02d}"
     else:
         last = facts.end - timedelta(seconds=1)  # the window's end is exclusive
         name = f"{facts.start:%Y-%m-%d}_{last:%Y-%m-%d}"
+    if facts.tz != DEFAULTS["tz"]:
+        name += "." + facts.tz.replace("/", "-")
     return root / facts.repo / f"{name}.{SUFFIX[fmt]}"
 
 
