@@ -240,11 +240,11 @@ def _week(
     try:
         with display, run:
             report = run.weekly(w, narrate_week=command == "weekly")
-        written = publish(report)
+        written, changed = publish(report) or (None, False)
         if written is not None and options["quiet"]:
             typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
         elif written is not None:
-            display.line(f"wrote {written}")
+            display.line(f"{'wrote' if changed else 'unchanged'} {written}")
         done = True
     finally:
         if done or run.stats.usage.calls:  # a failed run still says what it paid for
@@ -292,6 +292,23 @@ def show_config(
         return
     for row in progress.describe(settings, learned):
         typer.echo(row.text())
+
+
+@app.command(cls=Command)
+@with_options({n: SHARED[n] for n in ("store", "config")})
+def runs(
+    limit: Annotated[int, typer.Option("--limit", help="how many, newest first", min=1)] = 20,
+    **options: Any,
+) -> None:
+    """List past runs from the store: command, PRs, LLM calls, tokens and estimated cost."""
+    from prhub import pipeline, progress
+
+    try:
+        settings = _settings(options, runs=False)
+        for line in progress.runs_text(pipeline.runs(settings, limit), settings):
+            typer.echo(line)
+    except PrhubError as exc:
+        _fail(exc)
 
 
 @app.command(cls=Command)

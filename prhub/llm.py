@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -139,6 +140,7 @@ class LLM:
         # a request waiting for a slot is not yet sent, so its deadline has not started.
         self._slots = threading.BoundedSemaphore(settings.jobs)
         self.spent = Usage()  # every answered request of this client, rejected replies too
+        self.answered: Callable[[int], None] = lambda calls: None  # after each answer, for progress
 
     @property
     def mode(self) -> str:
@@ -227,6 +229,8 @@ class LLM:
         )
         with self._lock:
             self.spent += call
+            calls = self.spent.calls
+        self.answered(calls)
         return content, call, choice.finish_reason == "length"
 
     def _request(

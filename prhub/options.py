@@ -180,7 +180,8 @@ def pr_option(values: Sequence[str], repo: str | None) -> tuple[str | None, int]
     named, number = pr_ref(values[0])
     if number is None or not 1 <= number <= MAX_PR:
         raise typer.BadParameter(
-            f"{values[0]!r} is no PR: give its number, #number or URL", param_hint="'--pr'"
+            f"{values[0]!r} is no PR: give its number (1..{MAX_PR}), #number or URL",
+            param_hint="'--pr'",
         )
     if named and repo and repo_name(repo).lower() != named.lower():
         raise typer.BadParameter(

@@ -16,6 +16,7 @@ from prhub.defaults import DEFAULTS
 from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
 from prhub.report import WeeklyReport
+from prhub.text import plural
 
 Format = Literal["markdown", "json", "html"]
 SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}
@@ -73,16 +74,16 @@ def target(out: str | None, default: Path) -> Path | None:
     return Path(out) if out else default
 
 
-def write(text: str, out: Path | None) -> None:
+def write(text: str, out: Path | None) -> bool:
     """Writes `text` to stdout (None), a device or FIFO as it is, or a regular file atomically.
 
     A symlink is written through to its target; a directory is refused. A regular file is
     replaced by rename, so no reader ever sees half of it, and left untouched (bytes and mtime)
-    when it already holds `text`: a rerun that changes nothing changes no file.
+    when it already holds `text`: a rerun that changes nothing changes no file. False then.
     """
     if out is None:
         _stdout(text)
-        return
+        return True
     path = Path(os.path.realpath(out))  # through symlinks: the link stays, its target changes
     try:
         mode = path.stat().st_mode
@@ -94,8 +95,11 @@ def write(text: str, out: Path | None) -> None:
         raise OutputError(f"cannot write {out}: it is a directory; name a file")
     if mode is not None and not stat.S_ISREG(mode):
         _direct(text, out)  # a device or FIFO: renaming over it would replace the node
-    elif not (mode is not None and _holds(path, text.encode("utf-8"))):
+    elif mode is not None and _holds(path, text.encode("utf-8")):
+        return False
+    else:
         _atomic(text, path, out, mode)
+    return True
 
 
 def _holds(path: Path, data: bytes) -> bool:
@@ -153,11 +157,11 @@ def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | Non
     write(digest_text(d, fmt, settings.tz), out)
 
 
-def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path | None:
-    """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path."""
+def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> tuple[Path | None, bool]:
+    """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path;
+    where, and whether the file changed."""
     path = target(out, report_path(report, fmt))
-    write(weekly_text(report, fmt), path)
-    return path
+    return path, write(weekly_text(report, fmt), path)
 
 
 def publish_labels(
@@ -176,6 +180,6 @@ def fail_partly(report: WeeklyReport) -> None:
     if report.failed:
         numbers = " ".join(f"#{f.number}" for f in report.failed)
         raise PartialFailure(
-            f"{len(report.failed)} PR(s) failed ({numbers}); the report lists them, "
+            f"{plural(len(report.failed), 'PR')} failed ({numbers}); the report lists them, "
             "rerun to retry only those"
         )

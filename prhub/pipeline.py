@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from prhub import analyse, digest, narrate, retry
 from prhub.analyse import Window
@@ -25,6 +25,10 @@ from prhub.fanout import each, staged
 from prhub.keys import digest_key, narrative_key
 from prhub.llm import LLM
 from prhub.model import PRDigest, PullRequest, Usage
+from prhub.modes import explicit_mode as explicit_mode
+from prhub.modes import forget_mode as forget_mode
+from prhub.modes import learned_mode as learned_mode
+from prhub.modes import runs as runs
 from prhub.output import fail_partly as fail_partly
 from prhub.output import publish_digest as publish_digest
 from prhub.output import publish_labels as publish_labels
@@ -44,9 +48,11 @@ from prhub.report import (
     WeeklyReport,
 )
 from prhub.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
-from prhub.store import Store, default_path, holder_id
+from prhub.store import Store, StoredNarrative, holder_id
+from prhub.text import plural
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
+T = TypeVar("T")
 log = logging.getLogger("prhub")
 LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
 ATTRIBUTES_AGE = 86_400.0  # seconds a stored .gitattributes is used without asking GitHub
@@ -83,7 +89,8 @@ class Run:
         self._retries = retry.RetryCounter()
         self._owned = ExitStack()
         self._run_id = 0
-        self._kept = {"fetched": 0, "digested": 0}  # stored by this run, for an interruption
+        # Stored by this run, and digests it found stored: what an interruption reports.
+        self._kept = {"fetched": 0, "digested": 0, "reused": 0}
         self._holder = holder_id()
         self._attributes: str | None = None  # the repository's .gitattributes, once read
         self._attributes_lock = threading.Lock()
@@ -142,9 +149,12 @@ class Run:
                         self.settings.endpoint, self.settings.model, self.llm.mode
                     )
         if isinstance(exc, Interrupted):
+            kept = self._kept
+            # The summary counts the PRs this run got a digest for, as the note does.
+            stats.prs, stats.cached = kept["digested"] + kept["reused"], kept["reused"]
             exc.kept = (
-                f"{self._kept['digested']} new digests and {self._kept['fetched']} fetched PRs "
-                "are stored"
+                f"{plural(kept['digested'], 'new digest')} and "
+                f"{plural(kept['fetched'], 'fetched PR')} are stored"
             )
         fatal = [{"error": str(exc)}] if isinstance(exc, PrhubError) else []
         with self._owned, suppress(StoreError):  # a failing store must not hide what ended it
@@ -158,6 +168,9 @@ class Run:
                 cached=stats.cached,
                 failed=stats.failed,
                 retries=stats.retries,
+                tokens_cached=stats.usage.tokens_cached,
+                repo=self.settings.repo or "",
+                model=self.settings.model,
             )
 
     def _need(self) -> LLM:
@@ -169,6 +182,7 @@ class Run:
                 self.llm = self._owned.enter_context(
                     closing(LLM(self.settings, counter=self._retries, mode=mode))
                 )
+                self.llm.answered = lambda calls: self.progress("calls", calls, 0)
                 self._spent, self._started_mode = Usage(), self.llm.mode
             return self.llm
 
@@ -250,24 +264,37 @@ class Run:
         """
         key = digest_key(pr, self.settings)
         if not self.settings.refresh and (found := self.store.digest(key)):
+            self._kept["reused"] += 1
             return found, True
+
+        def make() -> PRDigest:
+            made = digest.digest_pr(pr, self.settings, self._need(), key)
+            self.store.save_digest(made)
+            return made
+
+        got, new = self._once(key, lambda: self.store.digest(key), make)
+        self._kept["digested" if new else "reused"] += 1
+        return got, not new
+
+    def _once(
+        self, key: str, find: Callable[[], T | None], make: Callable[[], T]
+    ) -> tuple[T, bool]:
+        """What `find` gives, else what `make` makes under the key's lease (and True): while
+        another run on the same store makes it, this one waits and takes theirs."""
         waited = False
         while not self.store.lease(key, self._holder):
             waited = True
             retry.pause(LEASE_POLL, self._retries)
-            if found := self.store.digest(key):
-                return found, True  # made by the other run since this one asked
+            if (found := find()) is not None:
+                return found, False  # made by the other run since this one asked
         try:
             # Another run may have made it between the first look and the lease.
-            if (waited or not self.settings.refresh) and (found := self.store.digest(key)):
-                return found, True
-            made = digest.digest_pr(pr, self.settings, self._need(), key)
-            self.store.save_digest(made)
+            if (waited or not self.settings.refresh) and (found := find()) is not None:
+                return found, False
+            return make(), True
         finally:
             with suppress(StoreError):
                 self.store.release(key, self._holder)
-        self._kept["digested"] += 1
-        return made, False
 
     def planned(self, pr: PullRequest) -> PlannedPR:
         """The calls and prompt tokens digesting `pr` would take; none when it is stored."""
@@ -314,12 +341,14 @@ class Run:
         if narrate_week and digests:
             key = narrative_key(facts, ordered, settings)
             kept = None if settings.refresh else self.store.narrative(key)
-            if kept is None:
-                narrative, call_usage, dropped = narrate.narrate(
-                    facts, ordered, settings, self._need()
+            if kept is None:  # under a lease, as digests: two runs at once pay for it once
+                stored, new = self._once(
+                    key,
+                    lambda: self.store.narrative(key),
+                    lambda: self._narrate(key, facts, ordered),
                 )
-                usage += call_usage
-                kept = self.store.save_narrative(key, narrative, dropped, call_usage)
+                usage += stored.usage if new else Usage()
+                kept = stored
         self.stats = RunStats(
             prs=len(digests) + len(failed),
             cached=cached,
@@ -347,6 +376,15 @@ class Run:
             self.store.save_report(report)
         return report
 
+    def _narrate(self, key: str, facts: WeeklyFacts, ordered: list[PRDigest]) -> StoredNarrative:
+        """The week's narrative, written by the model and stored under `key`."""
+        self.progress("narrate", 0, 1)
+        narrative, call_usage, dropped = narrate.narrate(
+            facts, ordered, self.settings, self._need()
+        )
+        self.progress("narrate", 1, 1)
+        return self.store.save_narrative(key, narrative, dropped, call_usage)
+
     def dry_run_week(self, w: Window) -> DryRun:
         """What a weekly run would send to the model; fetches and prepares, sends nothing."""
         fetched, _ = self.fetch_window(w)
@@ -354,6 +392,8 @@ class Run:
         calls, tokens = narrate.planned_tokens(
             self._facts(w, fetched, {}), len(planned), self.settings
         )
+        if self._narrative_stored(w, fetched):
+            calls, tokens = 0, 0  # a run would take it from the store
         return DryRun(
             repo=self.settings.require_repo(),
             prs=planned,
@@ -361,6 +401,21 @@ class Run:
             narrative_tokens_in=tokens,
             output_tokens_max=(sum(p.calls for p in planned) + calls) * self.settings.output_tokens,
         )
+
+    def _narrative_stored(self, w: Window, fetched: dict[int, PullRequest]) -> bool:
+        """Whether the store holds the narrative a run would write: each digest is stored,
+        and the narrative of exactly those."""
+        digests = {}
+        for n, pr in sorted(fetched.items()):
+            found = (
+                None if self.settings.refresh else self.store.digest(digest_key(pr, self.settings))
+            )
+            if found is None:
+                return False
+            digests[n] = digest.retag(found, self.settings)
+        facts = self._facts(w, fetched, digests)
+        key = narrative_key(facts, list(digests.values()), self.settings)
+        return bool(digests) and self.store.narrative(key) is not None
 
     def _facts(
         self, w: Window, fetched: dict[int, PullRequest], digests: dict[int, PRDigest]
@@ -373,25 +428,6 @@ class Run:
             aliases=self.settings.tags,
             **w._asdict(),  # start, end, year, week
         )
-
-
-def explicit_mode(settings: Settings) -> bool:
-    """Whether the response mode was chosen (flag, variable, file) rather than defaulted."""
-    return "response_mode" in settings.sources or settings.response_mode != "json_schema"
-
-
-def learned_mode(settings: Settings) -> tuple[str, str] | None:
-    """The response mode the store learned for the endpoint and model, and when."""
-    if not (settings.store or default_path()).exists():
-        return None  # showing settings must not create a store
-    with closing(Store(settings.store)) as store:
-        return store.endpoint_learned(settings.endpoint, settings.model)
-
-
-def forget_mode(settings: Settings) -> bool:
-    """Forgets the learned response mode of the endpoint and model; False when none was."""
-    with closing(Store(settings.store)) as store:
-        return store.forget_endpoint_mode(settings.endpoint, settings.model)
 
 
 def summarize_pr(

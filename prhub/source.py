@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from datetime import datetime, timedelta
@@ -193,7 +194,15 @@ class GitHubSource:
 
     def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
         try:
-            return retry.call(fn, self.settings, _retry_hint, what=what, counter=self.counter)
+            # Each GitHub retry is a line without --verbose: a slow GitHub is not silent.
+            return retry.call(
+                fn,
+                self.settings,
+                _retry_hint,
+                what=what,
+                counter=self.counter,
+                level=logging.WARNING,
+            )
         except PrhubError:
             raise
         except GithubException as exc:

@@ -243,9 +243,10 @@ class Store:
         tokens_out: int = 0,
         calls: int = 0,
         errors: Sequence[Any] = (),
-        **counts: int,
+        **counts: int | str,
     ) -> None:
-        """Records how a run ended: its counts (prs=, cached=, failed=, retries=...), usage, errors.
+        """Records how a run ended: its counts (prs=, cached=, failed=, retries=...; also the
+        repo= and model= it ran for, as text), usage, errors.
 
         A run without an end was killed or crashed.
         """

@@ -74,7 +74,7 @@ def assert_fails(result: Result, exit_code: int, says: str, spent: bool = False)
     lines = result.stderr.splitlines()
     if spent:
         summary = lines.pop(0)
-        assert summary.startswith("prhub: 1 PRs (0 from the store, "), summary
+        assert summary.startswith("prhub: 1 PR (0 from the store, "), summary
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("prhub: error: ")
     assert says in lines[0]
@@ -110,7 +110,7 @@ def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> N
     assert "digest@v3 · gpt-4o-mini" in footer[0]
     # stderr holds the closing summary alone; --quiet leaves it empty
     [summary] = result.stderr.splitlines()
-    assert summary.startswith("prhub: 1 PRs (0 from the store, 0 failed) · 1 LLM calls · ")
+    assert summary.startswith("prhub: 1 PR (0 from the store, 0 failed) · 1 LLM call · ")
     assert "≈ $" in summary and "0 retries" in summary
     quiet = summarize({**env, "GITHUB_API_URL": None}, "--github-url", github.url, "--quiet")
     assert_ok(quiet)
@@ -390,6 +390,7 @@ def test_the_cli_imports_only_the_pipeline_and_its_own_helpers() -> None:
         "errors",
         "ci",
         "logmask",
+        "names",
         "options",
         "__version__",
     }
@@ -538,7 +539,7 @@ def test_without_a_github_token_one_line_warns(llm: LLMStandIn, store: Path) -> 
     assert_ok(result)
     warning, summary = result.stderr.splitlines()
     assert warning == UNAUTHENTICATED
-    assert summary.startswith("prhub: 1 PRs (0 from the store")
+    assert summary.startswith("prhub: 1 PR (0 from the store")
     assert_ok(quiet)
     assert quiet.stderr == UNAUTHENTICATED + "\n"  # quiet hides progress, not what to fix
     assert all("Authorization" not in r["headers"] for r in github.requests)
