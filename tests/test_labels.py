@@ -86,8 +86,7 @@ def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
 def test_a_breaking_title_without_a_breaking_label_is_tagged_breaking():
     r = report()
     digests = [
-        d.model_copy(update={"labels": [x for x in d.labels if x != "breaking"]})
-        for d in r.digests
+        d.model_copy(update={"labels": [x for x in d.labels if x != "breaking"]}) for d in r.digests
     ]
     flagged = [d for d in digests if d.breaking]  # `[BREAKING]` or `type!:` in the title
     assert flagged and not any("breaking" in d.tags for d in flagged)
