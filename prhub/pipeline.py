@@ -10,7 +10,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
-from prhub import analyse, digest, narrate, retry
+from prhub import analyse, digest, dryrun, narrate, retry
 from prhub.analyse import Window
 from prhub.config import Settings
 from prhub.errors import (
@@ -201,12 +201,15 @@ class Run:
 
     def dry_run_pr(self, number: int) -> DryRun:
         """What summarizing one PR would send to the model; sends nothing."""
-        planned = self.planned(self.merged_pr(number))
-        return DryRun(
-            repo=self.settings.require_repo(),
-            prs=[planned],
-            output_tokens_max=planned.calls * self.settings.output_tokens,
-        )
+        return dryrun.pr_plan(self, number)
+
+    def dry_run_week(self, w: Window) -> DryRun:
+        """What a weekly run would send to the model; fetches and prepares, sends nothing."""
+        return dryrun.week_plan(self, w)
+
+    def planned(self, pr: PullRequest) -> PlannedPR:
+        """The calls and prompt tokens digesting `pr` would take; none when it is stored."""
+        return dryrun.planned(self, pr)
 
     def merged_pr(self, number: int) -> PullRequest:
         """The PR, refusing one that is not merged unless --allow-unmerged."""
@@ -296,14 +299,6 @@ class Run:
             with suppress(StoreError):
                 self.store.release(key, self._holder)
 
-    def planned(self, pr: PullRequest) -> PlannedPR:
-        """The calls and prompt tokens digesting `pr` would take; none when it is stored."""
-        key = digest_key(pr, self.settings)
-        if not self.settings.refresh and self.store.digest(key):
-            return PlannedPR(number=pr.number, cached=True, calls=0, tokens_in=0)
-        calls, tokens = digest.planned_tokens(pr, self.settings)
-        return PlannedPR(number=pr.number, cached=False, calls=calls, tokens_in=tokens)
-
     def fetch_window(self, w: Window) -> tuple[dict[int, PullRequest], list[FailedPR]]:
         """Every PR merged in the window, from the store when unchanged, else from GitHub."""
         repo = self.repo()
@@ -336,7 +331,7 @@ class Run:
         digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
-        facts = self._facts(w, fetched, digests)
+        facts = self.facts(w, fetched, digests)
         kept, ordered = None, list(digests.values())
         if narrate_week and digests:
             key = narrative_key(facts, ordered, settings)
@@ -385,41 +380,10 @@ class Run:
         self.progress("narrate", 1, 1)
         return self.store.save_narrative(key, narrative, dropped, call_usage)
 
-    def dry_run_week(self, w: Window) -> DryRun:
-        """What a weekly run would send to the model; fetches and prepares, sends nothing."""
-        fetched, _ = self.fetch_window(w)
-        planned = [self.planned(fetched[n]) for n in sorted(fetched)]
-        calls, tokens = narrate.planned_tokens(
-            self._facts(w, fetched, {}), len(planned), self.settings
-        )
-        if self._narrative_stored(w, fetched):
-            calls, tokens = 0, 0  # a run would take it from the store
-        return DryRun(
-            repo=self.settings.require_repo(),
-            prs=planned,
-            narrative_calls=calls,
-            narrative_tokens_in=tokens,
-            output_tokens_max=(sum(p.calls for p in planned) + calls) * self.settings.output_tokens,
-        )
-
-    def _narrative_stored(self, w: Window, fetched: dict[int, PullRequest]) -> bool:
-        """Whether the store holds the narrative a run would write: each digest is stored,
-        and the narrative of exactly those."""
-        digests = {}
-        for n, pr in sorted(fetched.items()):
-            found = (
-                None if self.settings.refresh else self.store.digest(digest_key(pr, self.settings))
-            )
-            if found is None:
-                return False
-            digests[n] = digest.retag(found, self.settings)
-        facts = self._facts(w, fetched, digests)
-        key = narrative_key(facts, list(digests.values()), self.settings)
-        return bool(digests) and self.store.narrative(key) is not None
-
-    def _facts(
+    def facts(
         self, w: Window, fetched: dict[int, PullRequest], digests: dict[int, PRDigest]
     ) -> WeeklyFacts:
+        """The window's computed facts: counts, tags, hot files, authors, reverts."""
         return analyse.weekly_facts(
             [fetched[n] for n in sorted(fetched)],  # a PR whose digest failed still counts
             digests,
