@@ -111,3 +111,28 @@ def test_two_runs_at_once_pay_for_the_narrative_once(github, tmp_path):
         assert len(reports) == 2
         assert len(server.bodies) == digests + 1  # one narrative for both
         assert reports[0].narrative == reports[1].narrative is not None
+
+
+def test_verbose_logs_every_github_request_and_retry(env, github, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    github.script(r"/pulls/103$", [(502, {}, {"message": "Bad gateway"})])
+    child_env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    child_env["PYTHONPATH"] = str(ROOT)
+
+    def weekly(*extra: str) -> str:
+        argv = [sys.executable, "-m", "prhub", "weekly", *WEEK, *extra]
+        done = subprocess.run(argv, env=child_env, cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    stderr = weekly("--verbose")
+    logged = [line for line in stderr.splitlines() if line.startswith("prhub: GitHub GET ")]
+    assert len(logged) == len(github.requests)
+    assert f"prhub: GitHub GET {github.url}/repos/acme/rocket/pulls/103: 502" in logged
+    assert "prhub: fetching acme/rocket#103 failed (GithubException); retry 1" in stderr
+    assert "prhub: GitHub GET" not in weekly("--refresh")
