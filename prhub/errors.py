@@ -87,6 +87,10 @@ class OutputError(PrhubError):
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") == "true" and name == "GITHUB_TOKEN":  # Actions makes this one
+        return (
+            "pass the workflow's token to the step as env GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}"
+        )
     if env.get("GITHUB_ACTIONS") == "true":
         return (
             f"add the secret {name} in the repository's Settings > Secrets and variables > "
