@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from prhub.config import version
 from prhub.errors import ConfigError, OutputError
 
 WORKFLOW = Path(".github") / "workflows" / "prhub-weekly.yml"
 # The workflow's pip requirement for prhub, as it appears there: a JSON string is valid YAML.
-# It pins the release the file ships with; `init_ci` writes the running version's.
+# On the package index `prhub` is another project: `init_ci` writes where this one came from.
 INSTALL_PLACEHOLDER = "prhub==0.1.0"
 _ARCHIVES = (".whl", ".tar.gz", ".zip")
 
@@ -28,14 +29,47 @@ def workflow_text() -> str:
     return (example_dir() / "weekly-digest.yml").read_text(encoding="utf-8")
 
 
-def requirement(install: str | None = None) -> str:
-    """The pip requirement for prhub: this version from the package index, or `install`.
+def installed() -> dict[str, Any] | None:
+    """PEP 610's record (direct_url.json) of where the running prhub was installed from:
+    none for an install from a package index."""
+    try:
+        text = metadata.distribution("prhub").read_text("direct_url.json")
+        record = json.loads(text) if text else None
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("url"), str) else None
+
+
+def from_record(record: dict[str, Any] | None) -> str | None:
+    """The pip requirement that installs prhub again from where `record` says it came from."""
+    if record is None:
+        return None
+    url, vcs = record["url"], record.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") == "git":
+        revision = vcs.get("commit_id") or vcs.get("requested_revision")
+        url = f"git+{url}@{revision}" if revision else f"git+{url}"
+    elif not ("archive_info" in record or "dir_info" in record):
+        return None
+    if record.get("subdirectory"):
+        url += f"#subdirectory={record['subdirectory']}"
+    return f"prhub @ {url}"
+
+
+def requirement(install: str | None = None, record: dict[str, Any] | None = None) -> str:
+    """The pip requirement for prhub: `install`, else where the running one came from.
 
     A bare URL becomes a direct reference: a git repository (`https://host/org/prhub@v0.2`, with
     or without `git+`) or an archive (`https://host/prhub-0.2-py3-none-any.whl`).
     """
     if not install:
-        return f"prhub=={version()}"
+        found = from_record(record or installed())
+        if found is None:
+            raise ConfigError(
+                "cannot tell where this prhub was installed from (no direct_url.json: a package "
+                "index, where the name prhub is another project): pass --install with a git URL, "
+                "a wheel URL or a pip requirement"
+            )
+        return found
     if "://" not in install or " @ " in install:
         return install  # already a requirement: prhub==0.2, prhub @ git+https://...
     if install.startswith("git+") or install.endswith(_ARCHIVES):
@@ -43,8 +77,15 @@ def requirement(install: str | None = None) -> str:
     return f"prhub @ git+{install}"
 
 
-def init_ci(target: Path, *, install: str | None = None, force: bool = False) -> Path:
-    """Writes the workflow to `target`/.github/workflows/prhub-weekly.yml and returns that path."""
+def init_ci(
+    target: Path,
+    *,
+    install: str | None = None,
+    force: bool = False,
+    record: dict[str, Any] | None = None,
+) -> Path:
+    """Writes the workflow to `target`/.github/workflows/prhub-weekly.yml and returns that path;
+    it installs `install`, else prhub from where `record` (default: this one's) came from."""
     if not target.is_dir():
         what = "is not a directory" if target.exists() else "does not exist"
         raise ConfigError(f"{target} {what}: give the checkout of the repository to add it to")
@@ -52,7 +93,7 @@ def init_ci(target: Path, *, install: str | None = None, force: bool = False) ->
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists: pass --force to overwrite it")
     placeholder = json.dumps(INSTALL_PLACEHOLDER)
-    chosen = json.dumps(requirement(install), ensure_ascii=False)
+    chosen = json.dumps(requirement(install, record), ensure_ascii=False)
     text = workflow_text().replace(placeholder, chosen, 1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,14 +103,19 @@ def init_ci(target: Path, *, install: str | None = None, force: bool = False) ->
     return path
 
 
-def next_steps(path: Path, install: str | None = None) -> str:
+def next_steps(path: Path, install: str | None = None, record: dict[str, Any] | None = None) -> str:
     """What to do after `init_ci`: where prhub comes from, what to set, then commit."""
-    chosen = requirement(install)
-    source = "from the package index" if chosen.startswith("prhub==") else "as given"
+    chosen = requirement(install, record)
+    source = "as given" if install else "where this prhub was installed from"
+    local = (
+        ""
+        if "file:" not in chosen
+        else ("That is a path on this machine: a GitHub-hosted runner cannot install it.\n")
+    )
     return (
         f"wrote {path}\n"
         f"It installs {chosen} ({source}); to install from elsewhere, edit PRHUB_INSTALL in it\n"
-        "or rerun with --force --install GIT_URL.\n"
+        f"or rerun with --force --install GIT_URL.\n{local}"
         "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
         "  secret    OPENAI_API_KEY    the key of your OpenAI-compatible endpoint (required)\n"
         "  variable  OPENAI_BASE_URL   e.g. https://api.deepseek.com/v1 (unset: OpenAI)\n"

@@ -26,9 +26,10 @@ from prhub.options import (
     Command,
     DryRunFlag,
     Fmt,
-    Format,
     Group,
     help_text,
+    out_format,
+    pr_option,
     with_options,
 )
 
@@ -47,7 +48,7 @@ app = typer.Typer(
     # Click's plain help: typer's rich help would load rich and its markdown parser, tripling
     # the time `prhub --help` takes.
     rich_markup_mode=None,
-    context_settings={"max_content_width": 120},
+    context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
 
 
@@ -69,12 +70,16 @@ def _main(
     """Chinese digests of merged GitHub pull requests: one per PR, one per ISO week."""
 
 
-def _settings(options: dict[str, Any]) -> Settings:
-    """Settings from a command's options: those it has are flags, the rest come from elsewhere."""
+def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
+    """Settings from a command's options: those it has are flags, the rest come from elsewhere.
+
+    A command that `runs` without a repository given takes the one of `git remote` origin."""
     import logging
 
     from prhub import logmask
     from prhub.config import load_settings
+    from prhub.errors import ConfigError
+    from prhub.names import git_origin
 
     logging.basicConfig(
         level=logging.INFO if options.get("verbose") else logging.WARNING,
@@ -88,7 +93,14 @@ def _settings(options: dict[str, Any]) -> Settings:
             value = value.value
         # An unset switch must not hide the environment's value.
         flags[key] = None if value is False else value
-    return load_settings(flags, config=options.get("config"))
+    settings = load_settings(flags, config=options.get("config"))
+    if runs and settings.repo is None and (found := git_origin(Path.cwd())):
+        typer.echo(f"prhub: repository {found}, from `git remote get-url origin`", err=True)
+        settings = load_settings({**flags, "repo": found}, config=options.get("config"))
+    if settings.prompt_dir is not None and not settings.prompt_dir.is_dir():
+        where = settings.sources.get("prompt_dir", "")
+        raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")
+    return settings
 
 
 def _fail(exc: PrhubError) -> NoReturn:
@@ -107,15 +119,20 @@ def _warn(settings: Settings) -> None:
 @app.command(cls=Command)
 @with_options(SHARED)
 def summarize(
-    pr: Annotated[
-        int,
-        typer.Option("--pr", help="number of the merged PR", show_default=False, min=1, max=MAX_PR),
+    prs: Annotated[
+        list[str],
+        typer.Option(
+            "--pr",
+            help=f"the merged PR: its number (1..{MAX_PR}), #number or URL",
+            show_default=False,
+            metavar="PR",
+        ),
     ],
     allow_unmerged: Annotated[
         bool, typer.Option("--allow-unmerged", help="digest a PR that is not merged")
     ] = False,
     dry_run: DryRunFlag = False,
-    fmt: Fmt = Format.markdown,
+    fmt: Fmt = None,
     out: Annotated[
         Path | None, typer.Option("--out", help=help_text("write to this file", "stdout"))
     ] = None,
@@ -123,6 +140,8 @@ def summarize(
 ) -> None:
     """Digest one merged PR in Chinese: title, reading verdict, advice, risks."""
     started = time.monotonic()
+    options["repo"], pr = pr_option(prs, options["repo"])  # a PR's URL names its repository
+    chosen = out_format(fmt, out)
     try:
         settings = _settings({**options, "allow_unmerged": allow_unmerged})
         _warn(settings)
@@ -137,7 +156,7 @@ def summarize(
         try:
             with run:
                 digest = run.summarize(pr)
-            pipeline.publish_digest(digest, settings, fmt.value, out)
+            pipeline.publish_digest(digest, settings, chosen.value, out)
             done = True
         finally:
             # A failed run still says what it paid for.
@@ -152,7 +171,7 @@ def summarize(
 @with_options(WEEK, SHARED)
 def weekly(
     dry_run: DryRunFlag = False,
-    fmt: Fmt = Format.markdown,
+    fmt: Fmt = None,
     out: Annotated[
         str | None,
         typer.Option(
@@ -162,6 +181,7 @@ def weekly(
     **options: Any,
 ) -> None:
     """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs."""
+    chosen = out_format(fmt, out)
     try:
         settings = _settings(options)
         _warn(settings)
@@ -177,7 +197,7 @@ def weekly(
             text = progress.dry_run_text(plan, settings)
             pipeline.write(text, None if out in (None, "-") else Path(out))
             return
-        _week("weekly", settings, options, lambda r: pipeline.publish_weekly(r, fmt.value, out))
+        _week("weekly", settings, options, lambda r: pipeline.publish_weekly(r, chosen.value, out))
     except PrhubError as exc:
         _fail(exc)
 
@@ -186,13 +206,14 @@ def weekly(
 @with_options(WEEK, SHARED)
 def labels(
     tag: Annotated[str | None, typer.Option("--tag", help="only this tag")] = None,
-    fmt: Fmt = Format.markdown,
+    fmt: Fmt = None,
     out: Annotated[
         Path | None, typer.Option("--out", help=help_text("write to this file", "stdout"))
     ] = None,
     **options: Any,
 ) -> None:
     """Show the week's digests grouped by tag (module, type, label)."""
+    chosen = out_format(fmt, out)
     try:
         settings = _settings(options)
         _warn(settings)
@@ -202,7 +223,7 @@ def labels(
             "labels",
             settings,
             options,
-            lambda r: pipeline.publish_labels(r, tag, settings, out, fmt.value),
+            lambda r: pipeline.publish_labels(r, tag, settings, out, chosen.value),
         )
     except PrhubError as exc:
         _fail(exc)
@@ -221,11 +242,11 @@ def _week(
     try:
         with display, run:
             report = run.weekly(w, narrate_week=command == "weekly")
-        written = publish(report)
+        written, changed = publish(report) or (None, False)
         if written is not None and options["quiet"]:
             typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
         elif written is not None:
-            display.line(f"wrote {written}")
+            display.line(f"{'wrote' if changed else 'unchanged'} {written}")
         done = True
     finally:
         if done or run.stats.usage.calls:  # a failed run still says what it paid for
@@ -239,25 +260,57 @@ class ConfigFormat(StrEnum):
 
 
 @app.command("config", cls=Command)
-@with_options({n: SHARED[n] for n in ("repo", "config")})
+@with_options({n: SHARED[n] for n in ("repo", "model", "response_mode", "store", "config")})
 def show_config(
     fmt: Annotated[ConfigFormat, typer.Option("--format", help="text, or json for scripts")] = (
         ConfigFormat.text
     ),
+    forget_mode: Annotated[
+        bool,
+        typer.Option(
+            "--forget-mode", help="forget the response mode learned for the endpoint and model"
+        ),
+    ] = False,
     **options: Any,
 ) -> None:
     """Print every effective setting and where it came from; secrets are masked."""
-    from prhub import progress
+    from prhub import pipeline, progress
 
     try:
-        settings = _settings(options)
+        settings = _settings(options, runs=False)
+        if forget_mode:
+            done = pipeline.forget_mode(settings)
+            what = "forgot the" if done else "no"
+            typer.echo(
+                f"prhub: {what} response mode learned for {settings.model} at {settings.endpoint}",
+                err=True,
+            )
+            return
+        learned = None if pipeline.explicit_mode(settings) else pipeline.learned_mode(settings)
     except PrhubError as exc:
         _fail(exc)
     if fmt is ConfigFormat.json:
-        typer.echo(progress.describe_json(settings))
+        typer.echo(progress.describe_json(settings, learned))
         return
-    for row in progress.describe(settings):
+    for row in progress.describe(settings, learned):
         typer.echo(row.text())
+
+
+@app.command(cls=Command)
+@with_options({n: SHARED[n] for n in ("store", "config")})
+def runs(
+    limit: Annotated[int, typer.Option("--limit", help="how many, newest first", min=1)] = 20,
+    **options: Any,
+) -> None:
+    """List past runs from the store: command, PRs, LLM calls, tokens and estimated cost."""
+    from prhub import pipeline, progress
+
+    try:
+        settings = _settings(options, runs=False)
+        for line in progress.runs_text(pipeline.runs(settings, limit), settings):
+            typer.echo(line)
+    except PrhubError as exc:
+        _fail(exc)
 
 
 @app.command(cls=Command)
@@ -267,7 +320,12 @@ def prompts(**options: Any) -> None:
     from prhub import pipeline
 
     try:
-        for line in pipeline.listing(options["prompt_dir"]):
+        folder = options["prompt_dir"]
+        if folder is not None and not folder.is_dir():
+            from prhub.errors import ConfigError
+
+            raise ConfigError(f"prompt directory {folder} (flag --prompt-dir) is no directory")
+        for line in pipeline.listing(folder):
             typer.echo(line)
     except PrhubError as exc:
         _fail(exc)
@@ -282,7 +340,9 @@ def init_ci(
         str | None,
         typer.Option(
             "--install",
-            help=help_text("git URL or pip requirement for prhub", "this version from PyPI"),
+            help=help_text(
+                "git URL or pip requirement for prhub", "where this prhub was installed from"
+            ),
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
@@ -295,6 +355,24 @@ def init_ci(
     except PrhubError as exc:
         _fail(exc)
     typer.echo(ci.next_steps(written, install), nl=False)
+
+
+@app.command("help", cls=Command)
+def show_help(
+    ctx: typer.Context,
+    command: Annotated[str | None, typer.Argument(help="the command to explain")] = None,
+) -> None:
+    """Show prhub's help, or a command's: `prhub help weekly` is `prhub weekly --help`."""
+    group = ctx.parent.command if ctx.parent else ctx.command
+    parent = ctx.parent or ctx
+    if command is None:
+        typer.echo(group.get_help(parent))
+        return
+    found = group.get_command(parent, command) if isinstance(group, Group) else None
+    if found is None:
+        raise typer.BadParameter(f"no such command {command!r}", param_hint="COMMAND")
+    with typer.Context(found, info_name=command, parent=parent) as sub:
+        typer.echo(found.get_help(sub))
 
 
 def main() -> None:

@@ -27,9 +27,10 @@ from prhub.defaults import ENV as ENV
 from prhub.errors import ConfigError
 from prhub.logmask import login
 from prhub.logmask import shown_url as shown_url
+from prhub.names import repo_name
 
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
-_REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
+REPO_SHAPE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
 
 SECRETS = ("github_token", "openai_api_key")
 PER_RUN = ("refresh", "allow_unmerged", "config_file")  # switches for one run, never in a file
@@ -85,11 +86,16 @@ class Settings(BaseModel):
     # Where each value that is not a default came from ("env PRHUB_JOBS"), for `prhub config`.
     sources: dict[str, str] = {}
 
+    @field_validator("repo", mode="before")
+    @classmethod
+    def _repo_text(cls, value: Any) -> Any:
+        return repo_name(value) if isinstance(value, str) else value  # a URL, owner/name.git
+
     @field_validator("repo")
     @classmethod
     def _repo_shape(cls, value: str | None) -> str | None:
         if value is not None and not (
-            _REPO.fullmatch(value) and value.split("/")[1] not in {".", ".."}
+            REPO_SHAPE.fullmatch(value) and value.split("/")[1] not in {".", ".."}
         ):
             raise ValueError(
                 f"repository must look like owner/name (letters, digits, '-' in the owner; "
@@ -312,11 +318,24 @@ def _file_values(
 
 
 def _check_keys(data: dict[str, Any], origin: _Origin) -> None:
-    """Refuses a key that is no setting, naming the closest one."""
+    """Refuses a key that is no setting, or a table that is none, naming the closest one;
+    refuses a URL without a scheme, blaming the file that holds it."""
     known = FILE_KEYS if origin.table else (*FILE_KEYS, "repos")
-    for key in data:
+    tables = [k for k in ("repos", "prices", "tags") if k in known]
+    for key, value in data.items():
         if key not in known:
             raise ConfigError(f"{origin.where([key])}: {_unknown(key, known)}")
+        if isinstance(value, dict) and key not in tables:
+            table = _table(origin.path, (*origin.table, key))
+            raise ConfigError(f"{table}: {_unknown(key, tables, 'table')}")
+        if key in _URLS and isinstance(value, str) and not _SCHEME.match(value):
+            raise ConfigError(
+                f"{origin.where([key])}: {value!r} has no scheme; write e.g. http://{value}"
+            )
+
+
+_URLS = ("openai_base_url", "github_url")
+_SCHEME = re.compile(r"https?://", re.IGNORECASE)
 
 
 def _shaped(data: dict[str, Any], origin: _Origin) -> dict[str, Any]:
@@ -325,7 +344,8 @@ def _shaped(data: dict[str, Any], origin: _Origin) -> dict[str, Any]:
     try:
         shape = _File.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        # A mistyped key before the missing one it causes: `ouput` says more than `output`.
+        err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         raise ConfigError(f"{origin.where(err['loc'])}: {_problem(err)}") from None
     values = {k: v for k, v in data.items() if k not in ("repos", "prices", "noise_globs")}
     if shape.prices:
@@ -356,7 +376,8 @@ def load_settings(
     """Settings from defaults, config file, environment and flags (not None), in that order."""
     env = os.environ if env is None else env
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    from_env = {key: env[name] for key, name in ENV.items() if env.get(name)}
+    names = {**ENV, **({"github_token": "GH_TOKEN"} if env.get("GH_TOKEN") else {})}  # as gh
+    from_env = {key: env[name] for key, name in names.items() if env.get(name)}
     path = find_config(config, env, cwd or Path.cwd())
     values: dict[str, Any] = {}
     origins: dict[str, _Origin] = {}
@@ -368,7 +389,7 @@ def load_settings(
         values["config_file"] = path
         sources["config_file"] = _config_source(config, env, path)
     values.update(from_env)
-    origins.update((key, _Origin("env", ENV[key])) for key in from_env)
+    origins.update((key, _Origin("env", names[key])) for key in from_env)
     values.update(flags)
     origins.update((key, _Origin("flag", "--" + key.replace("_", "-"))) for key in flags)
     for key, origin in origins.items():

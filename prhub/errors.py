@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 
 class PrhubError(Exception):
     """An error the user can act on: the message says what failed and what to do."""
@@ -79,6 +82,23 @@ class OutputError(PrhubError):
     """The output file cannot be written."""
 
     exit_code = 14
+
+
+def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
+    """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") == "true" and name == "GITHUB_TOKEN":  # Actions makes this one
+        return (
+            "pass the workflow's token to the step as env GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}"
+        )
+    if env.get("GITHUB_ACTIONS") == "true":
+        return (
+            f"add the secret {name} in the repository's Settings > Secrets and variables > "
+            f"Actions, and pass it to the step as env {name}: ${{{{ secrets.{name} }}}}"
+        )
+    if env.get("CI", "").lower() in ("true", "1"):
+        return f"set {name} as a secret variable of this CI job"
+    return f"export {name}"
 
 
 class Interrupted(BaseException):  # noqa: N818 (a signal, not an error)

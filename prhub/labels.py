@@ -45,7 +45,8 @@ def view(
     """The week's digests by tag, most PRs first; only `tag` (aliases folded) when given."""
     by_tag: dict[str, list[PRDigest]] = {}
     for d in r.digests:
-        for t in dict.fromkeys(tag_name(t, aliases) for t in d.tags):
+        breaking = ["breaking"] if d.breaking else []  # `[BREAKING]` or `type!:` in its title
+        for t in dict.fromkeys([*(tag_name(t, aliases) for t in d.tags), *breaking]):
             by_tag.setdefault(t, []).append(d)
     ranked = sorted(by_tag, key=lambda t: (-len(by_tag[t]), t))
     asked = tag_name(tag, aliases) if tag is not None else None

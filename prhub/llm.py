@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -14,7 +15,13 @@ from pydantic import BaseModel
 
 from prhub import llm_http, retry
 from prhub.config import Settings, shown_url
-from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable
+from prhub.errors import (
+    ConfigError,
+    LLMInvalidReply,
+    LLMRequestError,
+    LLMUnavailable,
+    set_secret,
+)
 from prhub.model import Usage
 from prhub.prepare.tokens import count
 from prhub.prompt import Prompt, load_prompt, message_tokens, tasks, untrusted, versions
@@ -106,7 +113,8 @@ class LLM:
         if client is None:
             if not settings.openai_api_key:
                 raise ConfigError(
-                    "OPENAI_API_KEY is not set: export it (any value for a local server)"
+                    f"OPENAI_API_KEY is not set: {set_secret('OPENAI_API_KEY')} "
+                    "(any value for a local server)"
                 )
             base_url, query = llm_http.endpoint(settings.openai_base_url)
             where = shown_url(settings.openai_base_url) or "https://api.openai.com/v1"
@@ -135,6 +143,7 @@ class LLM:
         # a request waiting for a slot is not yet sent, so its deadline has not started.
         self._slots = threading.BoundedSemaphore(settings.jobs)
         self.spent = Usage()  # every answered request of this client, rejected replies too
+        self.answered: Callable[[int], None] = lambda calls: None  # after each answer, for progress
 
     @property
     def mode(self) -> str:
@@ -223,6 +232,8 @@ class LLM:
         )
         with self._lock:
             self.spent += call
+            calls = self.spent.calls
+        self.answered(calls)
         return content, call, choice.finish_reason == "length"
 
     def _request(
@@ -326,6 +337,11 @@ class LLM:
                 f"the LLM endpoint rejected the API key ({exc.status_code}): check OPENAI_API_KEY"
                 + ("; the login in OPENAI_BASE_URL was sent instead of it" if login else "")
             )
+        if exc.status_code in (404, 405, 501) and not _names_model(exc, detail):
+            return LLMRequestError(
+                f"{self._where()} answered {exc.status_code} ({detail[:120]}) to a chat "
+                "completion: is OPENAI_BASE_URL an OpenAI-compatible API? (it usually ends in /v1)"
+            )
         if exc.status_code == 404:
             return LLMRequestError(
                 f"model {self.settings.model!r} not found at {self._where()} ({detail}): "
@@ -363,6 +379,11 @@ class LLM:
         return LLMRequestError(
             f"the LLM endpoint refused the request ({exc.status_code}: {detail})"
         )
+
+
+def _names_model(exc: openai.APIStatusError, detail: str) -> bool:
+    """Whether an error is an API's answer about the model, not a server that is no such API."""
+    return "model" in llm_http.error_code(exc) or "model" in detail.lower()
 
 
 def _first_number(pattern: re.Pattern[str], text: str) -> int | None:

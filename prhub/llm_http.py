@@ -297,6 +297,8 @@ def retry_hint(exc: BaseException) -> float | None:
         return None  # a 429 that waiting does not cure
     if isinstance(exc, openai.APIStatusError) and refuses_format(exc):
         return None  # a refused response_format is refused again: the caller falls back
+    if isinstance(exc, openai.APIStatusError) and exc.status_code == 501:
+        return None  # not implemented: no API here, and asking again will not make one
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408:
             headers = exc.response.headers

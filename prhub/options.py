@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import date
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -14,6 +15,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from prhub.defaults import DEFAULTS, ENV
+from prhub.names import pr_ref, repo_name
 
 
 class _Help:
@@ -80,7 +82,10 @@ class ResponseMode(StrEnum):
     json_object = "json_object"
 
 
-Fmt = Annotated[Format, typer.Option("--format", help="output format")]
+Fmt = Annotated[
+    Format | None,
+    typer.Option("--format", help="output format [default: markdown, or --out's suffix]"),
+]
 DryRunFlag = Annotated[
     bool, typer.Option("--dry-run", help="fetch and prepare only: show calls, tokens and cost")
 ]
@@ -135,9 +140,55 @@ WEEK = {
     "since": _opt(str, "--since", text="first date, instead of --week"),
     "until": _opt(str, "--until", text=help_text("last date, inclusive", "now")),
     "tz": _set("tz", str, "timezone of the week"),
-    "jobs": _set("jobs", int, "PRs summarised at once"),
+    "jobs": _set("jobs", int, "LLM requests in flight at once, map calls of big PRs included"),
 }
 MAX_PR = 2**31 - 1  # GitHub's numbers are 32-bit; a larger one is a typo
+# GitHub opened in 2008; a year past the next is a typo (`--year 26` for 2026).
+YEARS = (2008, date.today().year + 1)
+WEEK["year"] = (
+    Annotated[
+        int | None,
+        typer.Option(
+            "--year",
+            help=help_text("ISO year of --week", "the current one"),
+            min=YEARS[0],
+            max=YEARS[1],
+        ),
+    ],
+    None,
+)
+SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".html": "html"}
+
+
+def out_format(fmt: Format | None, out: str | Path | None) -> Format:
+    """The format --format names, else the one --out's suffix implies; a mismatch is refused."""
+    implied = SUFFIXES.get(Path(str(out)).suffix.lower()) if out not in (None, "-") else None
+    if fmt is not None and implied is not None and fmt.value != implied:
+        raise typer.BadParameter(
+            f"--out {out} names a {implied} file but --format is {fmt.value}: drop one",
+            param_hint="'--out'",
+        )
+    return fmt or Format(implied or "markdown")
+
+
+def pr_option(values: Sequence[str], repo: str | None) -> tuple[str | None, int]:
+    """The repository and number of --pr (7372, #7372 or a PR's URL); one PR a run."""
+    if len(values) != 1:
+        raise typer.BadParameter(
+            f"one PR a run, got {len(values)}: run summarize once for each", param_hint="'--pr'"
+        )
+    named, number = pr_ref(values[0])
+    if number is None or not 1 <= number <= MAX_PR:
+        raise typer.BadParameter(
+            f"{values[0]!r} is no PR: give its number (1..{MAX_PR}), #number or URL",
+            param_hint="'--pr'",
+        )
+    if named and repo and repo_name(repo).lower() != named.lower():
+        raise typer.BadParameter(
+            f"the URL names {named} but --repo is {repo}: drop one", param_hint="'--pr'"
+        )
+    return named or repo, number
+
 
 # The options that are settings (the rest choose what a run does, not how).
 SETTING_FLAGS = (

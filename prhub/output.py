@@ -12,9 +12,11 @@ from typing import Literal
 
 from prhub import html, labels, render
 from prhub.config import Settings
+from prhub.defaults import DEFAULTS
 from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
 from prhub.report import WeeklyReport
+from prhub.text import plural
 
 Format = Literal["markdown", "json", "html"]
 SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}
@@ -52,13 +54,16 @@ def labels_text(
 
 
 def report_path(report: WeeklyReport, fmt: Format, root: Path = REPORTS) -> Path:
-    """reports/OWNER/REPO/YEAR-WNN.md, or START_LAST.md for a window of dates."""
+    """reports/OWNER/REPO/YEAR-WNN.md, or START_LAST.md for a window of dates; a timezone
+    other than the default is in the name (YEAR-WNN.UTC.md): its window holds other PRs."""
     facts = report.facts
     if facts.week is not None:
         name = f"{facts.year}-W{facts.week:02d}"
     else:
         last = facts.end - timedelta(seconds=1)  # the window's end is exclusive
         name = f"{facts.start:%Y-%m-%d}_{last:%Y-%m-%d}"
+    if facts.tz != DEFAULTS["tz"]:
+        name += "." + facts.tz.replace("/", "-")
     return root / facts.repo / f"{name}.{SUFFIX[fmt]}"
 
 
@@ -69,16 +74,16 @@ def target(out: str | None, default: Path) -> Path | None:
     return Path(out) if out else default
 
 
-def write(text: str, out: Path | None) -> None:
+def write(text: str, out: Path | None) -> bool:
     """Writes `text` to stdout (None), a device or FIFO as it is, or a regular file atomically.
 
     A symlink is written through to its target; a directory is refused. A regular file is
     replaced by rename, so no reader ever sees half of it, and left untouched (bytes and mtime)
-    when it already holds `text`: a rerun that changes nothing changes no file.
+    when it already holds `text`: a rerun that changes nothing changes no file. False then.
     """
     if out is None:
         _stdout(text)
-        return
+        return True
     path = Path(os.path.realpath(out))  # through symlinks: the link stays, its target changes
     try:
         mode = path.stat().st_mode
@@ -90,8 +95,11 @@ def write(text: str, out: Path | None) -> None:
         raise OutputError(f"cannot write {out}: it is a directory; name a file")
     if mode is not None and not stat.S_ISREG(mode):
         _direct(text, out)  # a device or FIFO: renaming over it would replace the node
-    elif not (mode is not None and _holds(path, text.encode("utf-8"))):
+    elif mode is not None and _holds(path, text.encode("utf-8")):
+        return False
+    else:
         _atomic(text, path, out, mode)
+    return True
 
 
 def _holds(path: Path, data: bytes) -> bool:
@@ -156,14 +164,14 @@ def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | Non
     write(digest_text(d, fmt, settings.tz), out)
 
 
-def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> Path | None:
-    """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path."""
+def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> tuple[Path | None, bool]:
+    """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path;
+    where, and whether the file changed."""
     default = report_path(report, fmt)
     if out is None:
         _no_links(default)
     path = target(out, default)
-    write(weekly_text(report, fmt), path)
-    return path
+    return path, write(weekly_text(report, fmt), path)
 
 
 def _no_links(path: Path) -> None:
@@ -192,6 +200,6 @@ def fail_partly(report: WeeklyReport) -> None:
     if report.failed:
         numbers = " ".join(f"#{f.number}" for f in report.failed)
         raise PartialFailure(
-            f"{len(report.failed)} PR(s) failed ({numbers}); the report lists them, "
+            f"{plural(len(report.failed), 'PR')} failed ({numbers}); the report lists them, "
             "rerun to retry only those"
         )

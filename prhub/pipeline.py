@@ -8,9 +8,9 @@ from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from prhub import analyse, digest, narrate, retry
+from prhub import analyse, digest, dryrun, narrate, retry
 from prhub.analyse import Window
 from prhub.config import Settings
 from prhub.errors import (
@@ -25,6 +25,10 @@ from prhub.fanout import each, staged
 from prhub.keys import digest_key, narrative_key
 from prhub.llm import LLM
 from prhub.model import PRDigest, PullRequest, Usage
+from prhub.modes import explicit_mode as explicit_mode
+from prhub.modes import forget_mode as forget_mode
+from prhub.modes import learned_mode as learned_mode
+from prhub.modes import runs as runs
 from prhub.output import fail_partly as fail_partly
 from prhub.output import publish_digest as publish_digest
 from prhub.output import publish_labels as publish_labels
@@ -44,9 +48,11 @@ from prhub.report import (
     WeeklyReport,
 )
 from prhub.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
-from prhub.store import Store, holder_id
+from prhub.store import Store, StoredNarrative, holder_id
+from prhub.text import plural
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
+T = TypeVar("T")
 log = logging.getLogger("prhub")
 LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
 ATTRIBUTES_AGE = 86_400.0  # seconds a stored .gitattributes is used without asking GitHub
@@ -83,10 +89,13 @@ class Run:
         self._retries = retry.RetryCounter()
         self._owned = ExitStack()
         self._run_id = 0
-        self._kept = {"fetched": 0, "digested": 0}  # stored by this run, for an interruption
+        # Stored by this run, and digests it found stored: what an interruption reports.
+        self._kept = {"fetched": 0, "digested": 0, "reused": 0}
         self._holder = holder_id()
         self._attributes: str | None = None  # the repository's .gitattributes, once read
         self._attributes_lock = threading.Lock()
+        self._repo_lock = threading.Lock()
+        self._named = False  # whether settings.repo is GitHub's spelling yet
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
@@ -106,10 +115,21 @@ class Run:
         self._started_mode = llm.mode if llm else None
         return self
 
+    def repo(self) -> str:
+        """The repository as GitHub spells it, asked once a run: that name is used everywhere
+        (store keys, reports, titles), so verl-project/verl and VERL-Project/Verl are one."""
+        with self._repo_lock:
+            if not self._named:
+                name = self.source.full_name(self.settings.require_repo())
+                self.settings = self.settings.model_copy(update={"repo": name})
+                self._named = True
+            return self.settings.require_repo()
+
     def _mode(self, store: Store) -> str | None:
-        """The response mode learned for this endpoint and model, unless JSON mode was chosen."""
-        learned = self.settings.response_mode == "json_schema"
-        return store.endpoint_mode(self.settings.endpoint, self.settings.model) if learned else None
+        """The response mode learned for this endpoint and model, unless one was chosen."""
+        if explicit_mode(self.settings):
+            return None  # a flag, variable or file setting wins over what the store learned
+        return store.endpoint_mode(self.settings.endpoint, self.settings.model)
 
     def __exit__(
         self,
@@ -129,9 +149,12 @@ class Run:
                         self.settings.endpoint, self.settings.model, self.llm.mode
                     )
         if isinstance(exc, Interrupted):
+            kept = self._kept
+            # The summary counts the PRs this run got a digest for, as the note does.
+            stats.prs, stats.cached = kept["digested"] + kept["reused"], kept["reused"]
             exc.kept = (
-                f"{self._kept['digested']} new digests and {self._kept['fetched']} fetched PRs "
-                "are stored"
+                f"{plural(kept['digested'], 'new digest')} and "
+                f"{plural(kept['fetched'], 'fetched PR')} are stored"
             )
         fatal = [{"error": str(exc)}] if isinstance(exc, PrhubError) else []
         with self._owned, suppress(StoreError):  # a failing store must not hide what ended it
@@ -145,6 +168,9 @@ class Run:
                 cached=stats.cached,
                 failed=stats.failed,
                 retries=stats.retries,
+                tokens_cached=stats.usage.tokens_cached,
+                repo=self.settings.repo or "",
+                model=self.settings.model,
             )
 
     def _need(self) -> LLM:
@@ -156,6 +182,7 @@ class Run:
                 self.llm = self._owned.enter_context(
                     closing(LLM(self.settings, counter=self._retries, mode=mode))
                 )
+                self.llm.answered = lambda calls: self.progress("calls", calls, 0)
                 self._spent, self._started_mode = Usage(), self.llm.mode
             return self.llm
 
@@ -174,16 +201,19 @@ class Run:
 
     def dry_run_pr(self, number: int) -> DryRun:
         """What summarizing one PR would send to the model; sends nothing."""
-        planned = self.planned(self.merged_pr(number))
-        return DryRun(
-            repo=self.settings.require_repo(),
-            prs=[planned],
-            output_tokens_max=planned.calls * self.settings.output_tokens,
-        )
+        return dryrun.pr_plan(self, number)
+
+    def dry_run_week(self, w: Window) -> DryRun:
+        """What a weekly run would send to the model; fetches and prepares, sends nothing."""
+        return dryrun.week_plan(self, w)
+
+    def planned(self, pr: PullRequest) -> PlannedPR:
+        """The calls and prompt tokens digesting `pr` would take; none when it is stored."""
+        return dryrun.planned(self, pr)
 
     def merged_pr(self, number: int) -> PullRequest:
         """The PR, refusing one that is not merged unless --allow-unmerged."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         pr = self.load_pr(number)
         if not pr.merged and not self.settings.allow_unmerged:
             raise PRNotMerged(
@@ -194,7 +224,7 @@ class Run:
     def load_pr(self, number: int, updated_at: str | None = None) -> PullRequest:
         """A PR from the store when GitHub says it has not changed, else fetched and scrubbed;
         its files marked as the repository's .gitattributes says."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         kept = None if self.settings.refresh else self.store.pull(repo, number)
         if kept and updated_at and same_time(kept[1], updated_at):
             return with_attributes(kept[0], self.attributes())  # no request: nothing changed
@@ -214,7 +244,7 @@ class Run:
         """The repository's .gitattributes: stored within a day, else read (once a run), else
         the stored copy however old when GitHub fails (a failure with none stored fails the PR:
         digests keyed without the marks would be made again once GitHub answers)."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         with self._attributes_lock:
             if self._attributes is None and not self.settings.refresh:
                 self._attributes = self.store.attributes(repo, max_age=ATTRIBUTES_AGE)
@@ -237,36 +267,41 @@ class Run:
         """
         key = digest_key(pr, self.settings)
         if not self.settings.refresh and (found := self.store.digest(key)):
+            self._kept["reused"] += 1
             return found, True
+
+        def make() -> PRDigest:
+            made = digest.digest_pr(pr, self.settings, self._need(), key)
+            self.store.save_digest(made)
+            return made
+
+        got, new = self._once(key, lambda: self.store.digest(key), make)
+        self._kept["digested" if new else "reused"] += 1
+        return got, not new
+
+    def _once(
+        self, key: str, find: Callable[[], T | None], make: Callable[[], T]
+    ) -> tuple[T, bool]:
+        """What `find` gives, else what `make` makes under the key's lease (and True): while
+        another run on the same store makes it, this one waits and takes theirs."""
         waited = False
         while not self.store.lease(key, self._holder):
             waited = True
             retry.pause(LEASE_POLL, self._retries)
-            if found := self.store.digest(key):
-                return found, True  # made by the other run since this one asked
+            if (found := find()) is not None:
+                return found, False  # made by the other run since this one asked
         try:
             # Another run may have made it between the first look and the lease.
-            if (waited or not self.settings.refresh) and (found := self.store.digest(key)):
-                return found, True
-            made = digest.digest_pr(pr, self.settings, self._need(), key)
-            self.store.save_digest(made)
+            if (waited or not self.settings.refresh) and (found := find()) is not None:
+                return found, False
+            return make(), True
         finally:
             with suppress(StoreError):
                 self.store.release(key, self._holder)
-        self._kept["digested"] += 1
-        return made, False
-
-    def planned(self, pr: PullRequest) -> PlannedPR:
-        """The calls and prompt tokens digesting `pr` would take; none when it is stored."""
-        key = digest_key(pr, self.settings)
-        if not self.settings.refresh and self.store.digest(key):
-            return PlannedPR(number=pr.number, cached=True, calls=0, tokens_in=0)
-        calls, tokens = digest.planned_tokens(pr, self.settings)
-        return PlannedPR(number=pr.number, cached=False, calls=calls, tokens_in=tokens)
 
     def fetch_window(self, w: Window) -> tuple[dict[int, PullRequest], list[FailedPR]]:
         """Every PR merged in the window, from the store when unchanged, else from GitHub."""
-        repo = self.settings.require_repo()
+        repo = self.repo()
         hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
         return each(
             dict(sorted(hits.items())),
@@ -278,8 +313,8 @@ class Run:
 
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
         """Digests every PR merged in the window, computes its facts, writes the narrative."""
+        repo = self.repo()
         settings = self.settings
-        repo = settings.require_repo()
         hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
         # Each PR digested once fetched, the biggest first among those waiting: the LLM does
         # not wait for the last fetch, nor a big PR's calls for the small ones.
@@ -296,17 +331,19 @@ class Run:
         digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
-        facts = self._facts(w, fetched, digests)
+        facts = self.facts(w, fetched, digests)
         kept, ordered = None, list(digests.values())
         if narrate_week and digests:
             key = narrative_key(facts, ordered, settings)
             kept = None if settings.refresh else self.store.narrative(key)
-            if kept is None:
-                narrative, call_usage, dropped = narrate.narrate(
-                    facts, ordered, settings, self._need()
+            if kept is None:  # under a lease, as digests: two runs at once pay for it once
+                stored, new = self._once(
+                    key,
+                    lambda: self.store.narrative(key),
+                    lambda: self._narrate(key, facts, ordered),
                 )
-                usage += call_usage
-                kept = self.store.save_narrative(key, narrative, dropped, call_usage)
+                usage += stored.usage if new else Usage()
+                kept = stored
         self.stats = RunStats(
             prs=len(digests) + len(failed),
             cached=cached,
@@ -334,24 +371,19 @@ class Run:
             self.store.save_report(report)
         return report
 
-    def dry_run_week(self, w: Window) -> DryRun:
-        """What a weekly run would send to the model; fetches and prepares, sends nothing."""
-        fetched, _ = self.fetch_window(w)
-        planned = [self.planned(fetched[n]) for n in sorted(fetched)]
-        calls, tokens = narrate.planned_tokens(
-            self._facts(w, fetched, {}), len(planned), self.settings
+    def _narrate(self, key: str, facts: WeeklyFacts, ordered: list[PRDigest]) -> StoredNarrative:
+        """The week's narrative, written by the model and stored under `key`."""
+        self.progress("narrate", 0, 1)
+        narrative, call_usage, dropped = narrate.narrate(
+            facts, ordered, self.settings, self._need()
         )
-        return DryRun(
-            repo=self.settings.require_repo(),
-            prs=planned,
-            narrative_calls=calls,
-            narrative_tokens_in=tokens,
-            output_tokens_max=(sum(p.calls for p in planned) + calls) * self.settings.output_tokens,
-        )
+        self.progress("narrate", 1, 1)
+        return self.store.save_narrative(key, narrative, dropped, call_usage)
 
-    def _facts(
+    def facts(
         self, w: Window, fetched: dict[int, PullRequest], digests: dict[int, PRDigest]
     ) -> WeeklyFacts:
+        """The window's computed facts: counts, tags, hot files, authors, reverts."""
         return analyse.weekly_facts(
             [fetched[n] for n in sorted(fetched)],  # a PR whose digest failed still counts
             digests,

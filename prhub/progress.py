@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
@@ -28,17 +29,41 @@ from prhub.config import (
     shown_url,
     toml_key,
 )
+from prhub.errors import set_secret
 from prhub.model import Usage
 from prhub.report import DryRun
+from prhub.text import plural
 
 if TYPE_CHECKING:
     from prhub.report import RunStats
 
-STAGES = {"fetch": "fetching PRs", "summarize": "summarising"}
+STAGES = {
+    "fetch": "fetching PRs",
+    "summarize": "summarising",
+    "calls": "LLM calls",
+    "narrate": "weekly narrative",
+}
+QUIET_PLAIN = ("calls",)  # stages with no lines in a log: one a call would flood it
+
+
+class _Above:
+    """A stream for log lines that prints them above the live bar, never into it."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def write(self, text: str) -> int:
+        self.console.print(text, end="", markup=False, highlight=False, emoji=False)
+        return len(text)
+
+    def flush(self) -> None:
+        self.console.file.flush()
 
 
 class Display:
-    """A progress bar on a terminal, plain lines elsewhere, nothing when quiet."""
+    """A progress bar on a terminal, plain lines elsewhere, nothing when quiet.
+
+    While the bar is live, log lines bound for its stream are printed above it."""
 
     def __init__(self, quiet: bool = False, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -46,6 +71,7 @@ class Display:
         self.bar: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
         self.shown: dict[str, int] = {}
+        self._moved: list[logging.StreamHandler[Any]] = []
         if not quiet and self.stream.isatty():
             self.bar = Progress(
                 TextColumn("{task.description}"),
@@ -58,15 +84,23 @@ class Display:
                 transient=True,
             )
             self.bar.start()
+            above = _Above(self.bar.console)
+            for handler in logging.getLogger().handlers:
+                if isinstance(handler, logging.StreamHandler) and handler.stream is self.stream:
+                    handler.setStream(above)  # type: ignore[arg-type]
+                    self._moved.append(handler)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.quiet or total == 0:
+        """Shows a stage's progress; a total of 0 is a count without an end (calls)."""
+        if self.quiet or (total == 0 and stage not in QUIET_PLAIN):
             return
         name = STAGES.get(stage, stage)
         if self.bar is not None:
             if stage not in self.tasks:
-                self.tasks[stage] = self.bar.add_task(name, total=total)
-            self.bar.update(self.tasks[stage], completed=done, total=total)
+                self.tasks[stage] = self.bar.add_task(name, total=total or None)
+            self.bar.update(self.tasks[stage], completed=done, total=total or None)
+            return
+        if stage in QUIET_PLAIN:
             return
         step = max(1, total // 10)  # about ten lines a stage in a CI log
         if done in (0, total) or done - self.shown.get(stage, 0) >= step:
@@ -80,17 +114,26 @@ class Display:
         self.close()
 
     def line(self, text: str) -> None:
-        if not self.quiet:
+        if self.quiet:
+            return
+        if self.bar is not None:
+            _Above(self.bar.console).write(f"prhub: {text}\n")
+        else:
             print(f"prhub: {text}", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+        for handler in self._moved:
+            handler.setStream(self.stream)
+        self._moved = []
 
 
 def cost(usage: Usage, settings: Settings) -> str:
-    """Estimated cost from the price table, or what price is missing."""
+    """Estimated cost from the price table, or what price is missing; $0 for no call."""
+    if not (usage.calls or usage.tokens_in or usage.tokens_out):
+        return "$0.00"
     rates = price(settings)
     if rates is None:
         return f"cost unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
@@ -115,9 +158,10 @@ def summary(
     """The closing line of a run."""
     hits = f" ({usage.tokens_cached:,} cached)" if usage.tokens_cached else ""
     return (
-        f"{prs} PRs ({cached} from the store, {failed} failed) · {usage.calls} LLM calls · "
+        f"{plural(prs, 'PR')} ({cached} from the store, {failed} failed) · "
+        f"{plural(usage.calls, 'LLM call')} · "
         f"{usage.tokens_in:,} tokens in{hits} / {usage.tokens_out:,} out · "
-        f"{cost(usage, settings)} · {retries} retries · {seconds:.1f} s"
+        f"{cost(usage, settings)} · {plural(retries, 'retry', 'retries')} · {seconds:.1f} s"
     )
 
 
@@ -127,7 +171,8 @@ def run_summary(stats: RunStats, seconds: float, settings: Settings) -> str:
         stats.prs, stats.cached, stats.failed, stats.usage, stats.retries, seconds, settings
     )
     if stats.unchecked:  # published, but not as if they had passed: their footers say which
-        line += f" · {stats.unchecked} digests fail content checks"
+        verb = "fails" if stats.unchecked == 1 else "fail"
+        line += f" · {plural(stats.unchecked, 'digest')} {verb} content checks"
     return line
 
 
@@ -142,7 +187,7 @@ def dry_run_text(plan: DryRun, settings: Settings) -> str:
         lines.append(f"{'weekly':>8}  {plan.narrative_calls:>5}  {plan.narrative_tokens_in:>13,}")
     lines += [
         "",
-        f"would send {plan.calls} LLM calls, {plan.tokens_in:,} prompt tokens, "
+        f"would send {plural(plan.calls, 'LLM call')}, {plan.tokens_in:,} prompt tokens, "
         f"at most {plan.output_tokens_max:,} reply tokens",
         _estimate(plan, settings),
     ]
@@ -151,6 +196,8 @@ def dry_run_text(plan: DryRun, settings: Settings) -> str:
 
 def _estimate(plan: DryRun, settings: Settings) -> str:
     """The dry run's cost in one sentence."""
+    if plan.calls == 0:
+        return "estimated cost: $0.00 (nothing to send)"
     rates = price(settings)
     if rates is None:
         return f"estimated cost: unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
@@ -162,12 +209,44 @@ def _estimate(plan: DryRun, settings: Settings) -> str:
     )
 
 
+def runs_text(records: Sequence[dict[str, Any]], settings: Settings) -> list[str]:
+    """`prhub runs`: one line a past run, newest first, with what it sent and cost."""
+    lines = []
+    for r in records:
+        counts = r["counts"]
+        usage = Usage(
+            calls=r["calls"],
+            tokens_in=r["tokens_in"],
+            tokens_out=r["tokens_out"],
+            tokens_cached=counts.get("tokens_cached", 0),
+        )
+        model = counts.get("model") or "model not recorded"
+        priced = cost(usage, settings.model_copy(update={"model": model}))
+        ended = (
+            "unfinished (killed or running)"
+            if r["finished_at"] is None
+            else (
+                f"failed: {r['errors'][-1].get('error', '')}"
+                if r["errors"] and "error" in r["errors"][-1]
+                else "done"
+            )
+        )
+        lines.append(
+            f"#{r['id']}  {r['started_at'][:16].replace('T', ' ')}  {r['command']}  "
+            f"{counts.get('repo') or '-'}  {plural(counts.get('prs', 0), 'PR')} "
+            f"({counts.get('cached', 0)} from the store, {counts.get('failed', 0)} failed) · "
+            f"{plural(usage.calls, 'LLM call')} · {usage.tokens_in:,} tokens in / "
+            f"{usage.tokens_out:,} out · {priced} · {ended}"
+        )
+    return lines or ["no runs recorded in this store"]
+
+
 def notices(settings: Settings) -> list[str]:
     """Warnings about a run's settings, one line each, before it starts."""
     if settings.github_token is None:
         return [
             "warning: GITHUB_TOKEN is not set: reading GitHub unauthenticated, which github.com "
-            "limits to 60 requests an hour; export GITHUB_TOKEN for 5,000"
+            f"limits to 60 requests an hour; {set_secret('GITHUB_TOKEN')} for 5,000"
         ]
     return []
 
@@ -187,8 +266,9 @@ class Row(NamedTuple):
         return f"{self.name} = {shown}  # {self.source}"
 
 
-def describe(settings: Settings) -> list[Row]:
-    """Every effective value with its source, built-in defaults included, secrets masked."""
+def describe(settings: Settings, learned: tuple[str, str] | None = None) -> list[Row]:
+    """Every effective value with its source, built-in defaults included, secrets masked;
+    `learned` is the response mode the store holds for the endpoint, when no setting chose one."""
     from prhub.tags import TAG_ALIASES
 
     sources = settings.sources
@@ -209,6 +289,15 @@ def describe(settings: Settings) -> list[Row]:
             rows.append(row(name, shown_url(value) or "https://api.openai.com/v1"))
         elif name == "github_url":
             rows.append(row(name, shown_url(value)))
+        elif name == "response_mode" and learned:
+            rows.append(
+                Row(
+                    name,
+                    learned[0],
+                    f"store: learned {learned[1][:19]} from the endpoint; "
+                    "`prhub config --forget-mode` forgets it",
+                )
+            )
         elif name == "store":
             rows.append(row(name, str(value or default_store())))
         elif name == "noise_globs":
@@ -261,9 +350,9 @@ def _noise_rules() -> list[tuple[str, list[str]]]:
     ]
 
 
-def describe_json(settings: Settings) -> str:
+def describe_json(settings: Settings, learned: tuple[str, str] | None = None) -> str:
     """`prhub config --format json`: each setting's value and source, for scripts."""
-    rows = {r.name: {"value": r.value, "source": r.source} for r in describe(settings)}
+    rows = {r.name: {"value": r.value, "source": r.source} for r in describe(settings, learned)}
     return json.dumps(rows, indent=2, ensure_ascii=False)
 
 

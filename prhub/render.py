@@ -184,8 +184,9 @@ def digest_markdown(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     lines = [
         f"### [#{d.number}]({pr_link(d)}) {md(c.title)}",
         "",
-        f"原标题：{md(d.original_title)} · @{md(d.author)} · 合并于 {local_time(d.merged_at, tz)}"
-        f" · +{d.additions} / −{d.deletions} · {d.changed_files} 个文件",
+        f"原标题：{md(d.original_title)} · @{md(d.author)} · "
+        + (f"合并于 {local_time(d.merged_at, tz)}" if d.merged_at else "未合并")
+        + f" · +{d.additions} / −{d.deletions} · {d.changed_files} 个文件",
         "",
         f"**{c.verdict}**（约 {c.minutes} 分钟）· 重要性 **{c.importance:.1f}**/10："
         f"{md(c.importance_reason)}",

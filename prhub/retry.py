@@ -127,8 +127,10 @@ def call(
     counter: RetryCounter | None = None,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    level: int = logging.INFO,
 ) -> T:
-    """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged.
+    """Runs fn, retrying the errors `classify` accepts; the last error propagates unchanged;
+    each retry is logged at `level`.
 
     No attempt starts once the run is halted.
     """
@@ -158,7 +160,7 @@ def call(
         if counter:
             counter.add()
         exc = state.outcome.exception() if state.outcome else None
-        log.info("%s failed (%s); retry %d", what, type(exc).__name__, state.attempt_number)
+        log.log(level, "%s failed (%s); retry %d", what, type(exc).__name__, state.attempt_number)
 
     def stop(state: tenacity.RetryCallState) -> bool:
         # Runs after wait(): upcoming_sleep is the pause before the next attempt.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from datetime import datetime, timedelta
@@ -13,7 +14,7 @@ from github.Issue import Issue
 from github.PullRequest import PullRequest as GithubPullRequest
 
 from prhub import retry
-from prhub.config import Settings, shown_url
+from prhub.config import REPO_SHAPE, Settings, shown_url
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -21,6 +22,7 @@ from prhub.errors import (
     PrhubError,
     PRNotFound,
     RepoNotFound,
+    set_secret,
 )
 from prhub.model import PullRequest
 from prhub.source_http import IncompleteSearch, Overdue, guard, origin
@@ -200,7 +202,15 @@ class GitHubSource:
 
     def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
         try:
-            return retry.call(fn, self.settings, _retry_hint, what=what, counter=self.counter)
+            # Each GitHub retry is a line without --verbose: a slow GitHub is not silent.
+            return retry.call(
+                fn,
+                self.settings,
+                _retry_hint,
+                what=what,
+                counter=self.counter,
+                level=logging.WARNING,
+            )
         except PrhubError:
             raise
         except GithubException as exc:
@@ -240,6 +250,11 @@ class GitHubSource:
         self, exc: GithubException, what: str, repo: str, number: int | None
     ) -> PrhubError:
         message = _message(exc)
+        if exc.status == 401 and self.settings.github_token is None:
+            return GitHubAuthError(
+                f"GitHub at {shown_url(self.settings.github_url)} wants a token and none is set "
+                f"({message}): {set_secret('GITHUB_TOKEN')} (or GH_TOKEN)"
+            )
         if exc.status == 401:
             return GitHubAuthError(f"GitHub rejected the token ({message}): check GITHUB_TOKEN")
         if exc.status == 404:
@@ -261,6 +276,21 @@ class GitHubSource:
         return GitHubUnavailable(
             f"GitHub answered {exc.status} ({message}) while {what}; rerun later"
         )
+
+    def full_name(self, repo: str) -> str:
+        """The repository's name as GitHub spells it (`Owner/Name` for `owner/name`): one
+        request, which also finds a missing repository before any other."""
+
+        def look_up() -> Any:
+            _, data = self.client.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
+            return data.get("full_name") if isinstance(data, dict) else None
+
+        name = self._call(look_up, f"looking up {repo}", repo=repo)
+        if not (isinstance(name, str) and REPO_SHAPE.fullmatch(name)):
+            raise GitHubUnavailable(
+                f"GitHub's answer for {repo} names no repository ({str(name)[:80]!r}): rerun later"
+            )
+        return name
 
     def _repo_exists(self, repo: str) -> bool:
         """Whether the repository answers: tells a missing PR from a missing repository."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import re
 import threading
@@ -26,6 +27,8 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 
 from prhub import retry
 from prhub.errors import GitHubUnavailable
+
+log = logging.getLogger("prhub")
 
 MAX_REDIRECTS = 5
 MAX_ANSWER = 64 * 2**20  # a page of 100 files with their patches is a few MB
@@ -253,6 +256,7 @@ class _HTTPS(_Guarded, HTTPSRequestsConnectionClass):
 def checked(session: requests.Session, response: requests.Response, **send: Any) -> Any:
     """The answer after redirects within its origin: an error status, or 200 with valid JSON;
     whole within the request's timeout of its start, redirects included."""
+    log.info("GitHub %s %s: %s", response.request.method, response.url, response.status_code)
     timeout = send.get("timeout")
     timeout = timeout[-1] if isinstance(timeout, tuple) else timeout  # (connect, read)
     deadline = None

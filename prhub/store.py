@@ -176,11 +176,25 @@ class Store:
 
     def endpoint_mode(self, base_url: str, model: str) -> str | None:
         """The response mode an endpoint was found to accept for `model`, if one was learned."""
+        learned = self.endpoint_learned(base_url, model)
+        return learned[0] if learned else None
+
+    def endpoint_learned(self, base_url: str, model: str) -> tuple[str, str] | None:
+        """The learned response mode and when it was learned, if one was."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT mode FROM endpoints WHERE base_url = ? AND model = ?", (base_url, model)
+                "SELECT mode, learned_at FROM endpoints WHERE base_url = ? AND model = ?",
+                (base_url, model),
             ).fetchone()
-        return row[0] if row else None
+        return (row[0], row[1]) if row else None
+
+    def forget_endpoint_mode(self, base_url: str, model: str) -> bool:
+        """Forgets the learned response mode; False when there was none."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "DELETE FROM endpoints WHERE base_url = ? AND model = ?", (base_url, model)
+            )
+        return cursor.rowcount > 0
 
     def save_endpoint_mode(self, base_url: str, model: str, mode: str) -> None:
         """Remembers the response mode the endpoint accepts (its URL without credentials)."""
@@ -229,9 +243,10 @@ class Store:
         tokens_out: int = 0,
         calls: int = 0,
         errors: Sequence[Any] = (),
-        **counts: int,
+        **counts: int | str,
     ) -> None:
-        """Records how a run ended: its counts (prs=, cached=, failed=, retries=...), usage, errors.
+        """Records how a run ended: its counts (prs=, cached=, failed=, retries=...; also the
+        repo= and model= it ran for, as text), usage, errors.
 
         A run without an end was killed or crashed.
         """

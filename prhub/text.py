@@ -14,3 +14,8 @@ NUMBER = re.compile(r"#(\d+)")
 def sentences(text: str) -> list[str]:
     """The text as sentences, each with its end marks; joined they give the text back."""
     return SENTENCE.findall(text)
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 PR`, `2 PRs`: a count with its noun in the right number."""
+    return f"{count:,} {word if count == 1 else many or word + 's'}"

@@ -164,7 +164,7 @@ def test_closed_port_is_not_a_traceback(llm, tmp_path):
 
 def test_a_pr_number_past_githubs_range_is_a_usage_error(github, llm, tmp_path):
     result = run(github, llm, tmp_path, "--pr", "100000000000000000000")
-    assert result.exit_code == 2 and "less than or equal to 2147483647" in result.output
+    assert result.exit_code == 2 and "is no PR: give its number (1..2147483647)" in result.output
     assert github.requests == []
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from prhub import __version__
+from prhub import __version__, ci
 from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, next_steps, requirement, workflow_text
 from prhub.errors import ConfigError
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
@@ -325,22 +325,21 @@ def test_commit_step_pushes_once_and_only_a_change(
 
 
 def test_init_ci_writes_refuses_then_overwrites_with_force(tmp_path: Path) -> None:
-    path = init_ci(tmp_path)
+    path = init_ci(tmp_path, install=INSTALL_PLACEHOLDER)
     assert path == tmp_path / ".github" / "workflows" / "prhub-weekly.yml" == tmp_path / WORKFLOW
     assert path.read_text(encoding="utf-8") == workflow_text()
     path.write_text("edited by the team\n")
     with pytest.raises(ConfigError, match="--force") as failure:
-        init_ci(tmp_path)
+        init_ci(tmp_path, install=INSTALL_PLACEHOLDER)
     assert "\n" not in str(failure.value)
     assert path.read_text() == "edited by the team\n"
-    assert init_ci(tmp_path, force=True) == path
+    assert init_ci(tmp_path, force=True, install=INSTALL_PLACEHOLDER) == path
     assert path.read_text(encoding="utf-8") == workflow_text()
 
 
 @pytest.mark.parametrize(
     ("install", "wanted"),
     [
-        (None, f"prhub=={__version__}"),
         ("prhub==0.3.1", "prhub==0.3.1"),
         (
             "prhub @ git+https://github.com/acme/prhub@5f1c2e9",
@@ -383,8 +382,73 @@ def test_init_ci_refuses_a_target_that_is_not_a_directory(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
-@pytest.mark.parametrize("install", [None, "https://github.com/acme/prhub@v0.2.0"])
+@pytest.mark.parametrize("install", [INSTALL_PLACEHOLDER, "https://github.com/acme/prhub@v0.2.0"])
 def test_actionlint_accepts_the_workflow(tmp_path: Path, install: str | None) -> None:
     path = init_ci(tmp_path, install=install)
     done = subprocess.run(["actionlint", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("record", "wanted"),
+    [
+        (
+            {
+                "url": "https://github.com/acme/prhub",
+                "vcs_info": {"vcs": "git", "commit_id": "ab12"},
+            },
+            "prhub @ git+https://github.com/acme/prhub@ab12",
+        ),
+        (
+            {"url": "https://x/prhub-0.2-py3-none-any.whl", "archive_info": {"hashes": {}}},
+            "prhub @ https://x/prhub-0.2-py3-none-any.whl",
+        ),
+        ({"url": "file:///src/prhub", "dir_info": {"editable": True}}, "prhub @ file:///src/prhub"),
+        ({"url": "https://hg/x", "vcs_info": {"vcs": "hg"}}, None),
+        (None, None),
+    ],
+)
+def test_the_install_line_comes_from_pep_610(record: dict[str, Any] | None, wanted: str | None):
+    assert ci.from_record(record) == wanted
+
+
+def test_the_running_prhub_is_read_from_its_direct_url_json() -> None:
+    from importlib import metadata
+
+    text = metadata.distribution("prhub").read_text("direct_url.json")
+    assert ci.installed() == (json.loads(text) if text else None)
+
+
+def test_the_written_install_line_installs_this_prhub_in_a_fresh_venv(tmp_path: Path) -> None:
+    """The line `init-ci` writes, installed offline into a new virtual environment: prhub's
+    own dependencies come from this one (a .pth), prhub itself from what the line names."""
+    pytest.importorskip("hatchling", reason="building prhub offline needs hatchling (dev extra)")
+    import sysconfig
+    import venv
+
+    record = ci.installed()
+    if record is None or not record["url"].startswith("file:"):
+        pytest.skip(f"this prhub was not installed from a local path ({record}): needs the network")
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    wanted = yaml.safe_load(init_ci(repo).read_text(encoding="utf-8"))["env"]["PRHUB_INSTALL"]
+    assert wanted == f"prhub @ {record['url']}"
+    fresh = tmp_path / "fresh"
+    venv.create(fresh, with_pip=False)
+    python = fresh / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(site) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps"]
+    done = subprocess.run(
+        [*pip, "--no-build-isolation", wanted], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run([fresh / "bin" / "prhub", "--version"], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"prhub {__version__}\n"
+    assert Path(site, "prhub", "cli.py").is_file()  # installed there, not found elsewhere

@@ -74,7 +74,7 @@ def assert_fails(result: Result, exit_code: int, says: str, spent: bool = False)
     lines = result.stderr.splitlines()
     if spent:
         summary = lines.pop(0)
-        assert summary.startswith("prhub: 1 PRs (0 from the store, "), summary
+        assert summary.startswith("prhub: 1 PR (0 from the store, "), summary
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("prhub: error: ")
     assert says in lines[0]
@@ -110,7 +110,7 @@ def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> N
     assert "digest@v4 · gpt-4o-mini" in footer[0]
     # stderr holds the closing summary alone; --quiet leaves it empty
     [summary] = result.stderr.splitlines()
-    assert summary.startswith("prhub: 1 PRs (0 from the store, 0 failed) · 1 LLM calls · ")
+    assert summary.startswith("prhub: 1 PR (0 from the store, 0 failed) · 1 LLM call · ")
     assert "≈ $" in summary and "0 retries" in summary
     quiet = summarize({**env, "GITHUB_API_URL": None}, "--github-url", github.url, "--quiet")
     assert_ok(quiet)
@@ -357,7 +357,8 @@ def test_second_run_reuses_the_store(
     assert again.stdout == first.stdout
     assert len(llm.bodies) == llm_calls
     # One request for the PR: the pull, to notice a change; files and reviews come from the store.
-    assert paths(github)[github_calls:] == ["/repos/acme/rocket/pulls/101"]
+    # (And one for the run: the repository's name as GitHub spells it.)
+    assert paths(github)[github_calls:] == ["/repos/acme/rocket", "/repos/acme/rocket/pulls/101"]
 
 
 def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandIn) -> None:
@@ -389,6 +390,7 @@ def test_the_cli_imports_only_the_pipeline_and_its_own_helpers() -> None:
         "errors",
         "ci",
         "logmask",
+        "names",
         "options",
         "__version__",
     }
@@ -537,7 +539,7 @@ def test_without_a_github_token_one_line_warns(llm: LLMStandIn, store: Path) -> 
     assert_ok(result)
     warning, summary = result.stderr.splitlines()
     assert warning == UNAUTHENTICATED
-    assert summary.startswith("prhub: 1 PRs (0 from the store")
+    assert summary.startswith("prhub: 1 PR (0 from the store")
     assert_ok(quiet)
     assert quiet.stderr == UNAUTHENTICATED + "\n"  # quiet hides progress, not what to fix
     assert all("Authorization" not in r["headers"] for r in github.requests)

@@ -12,6 +12,7 @@ from typer.testing import CliRunner, Result
 
 from prhub.cli import app
 from prhub.config import ENV
+from prhub.options import YEARS
 from prhub.progress import Display
 from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
@@ -101,7 +102,7 @@ def test_empty_week_exits_zero(env, tmp_path):
     [
         (["--week", "0", "--year", "2026"], 3, "week 0"),
         (["--week", "54", "--year", "2026"], 3, "week 54"),
-        (["--week", "50", "--year", "2099"], 3, "has not started"),
+        (["--week", "50", "--year", str(YEARS[1])], 3, "has not started"),
         (["--since", "2026-02-30"], 3, "--since"),
         (["--tz", "Mars/Olympus", "--week", "31", "--year", "2026"], 3, "timezone"),
     ],
@@ -130,7 +131,7 @@ def test_partial_failure_writes_the_report_and_exits_12(env, llm, tmp_path):
     llm.responder = flaky
     result = prhub(env, "weekly", "--week", "31", "--year", "2026")
     assert result.exit_code == 12
-    assert result.stderr.splitlines()[-1].startswith("prhub: error: 1 PR(s) failed (#104)")
+    assert result.stderr.splitlines()[-1].startswith("prhub: error: 1 PR failed (#104)")
     text = (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md").read_text()
     assert "- #104：" in text
     llm.responder = responder
@@ -150,7 +151,9 @@ def test_quiet_still_prints_the_report_path_on_stdout(env, tmp_path):
     assert again.exit_code == 0 and again.stdout == f"{chosen}\n" and chosen.is_file()
     loud = prhub(env, "weekly", "--week", "31", "--year", "2026")
     assert loud.stdout == ""  # without -q the path is a progress line on stderr
-    assert f"prhub: wrote {Path('reports/acme/rocket/2026-W31.md')}" in loud.stderr.splitlines()
+    # The file holds what this run would write: left as it was, and said so.
+    unchanged = f"prhub: unchanged {Path('reports/acme/rocket/2026-W31.md')}"
+    assert unchanged in loud.stderr.splitlines()
 
 
 def test_an_unknown_price_is_said_once(env, llm):
@@ -192,7 +195,7 @@ def test_summarize_dry_run(env, llm):
     result = prhub(env, "summarize", "--pr", "109", "--dry-run")
     assert result.exit_code == 0, result.stderr
     assert (
-        llm.requests == [] and "#109" in result.stdout and "would send 1 LLM calls" in result.stdout
+        llm.requests == [] and "#109" in result.stdout and "would send 1 LLM call" in result.stdout
     )
 
 
@@ -417,20 +420,26 @@ def test_html_formats(env, tmp_path):
     assert digest.exit_code == 0 and "<!doctype html>" in digest.stdout.lower()
 
 
-def test_init_ci_writes_the_workflow_once(env, tmp_path):
+GIT_RECORD = {
+    "url": "https://github.com/acme/prhub",
+    "vcs_info": {"vcs": "git", "commit_id": "5f1c2e9", "requested_revision": "main"},
+}
+
+
+def test_init_ci_writes_the_workflow_once(env, tmp_path, monkeypatch):
     import yaml
 
-    from prhub import __version__
-    from prhub.ci import workflow_text
+    from prhub import ci
 
+    monkeypatch.setattr(ci, "installed", lambda: GIT_RECORD)
     result = prhub(env, "init-ci", str(tmp_path))
     assert result.exit_code == 0, result.stderr
     written = tmp_path / ".github" / "workflows" / "prhub-weekly.yml"
-    assert written.read_text() == workflow_text()
-    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == f"prhub=={__version__}"
+    wanted = "prhub @ git+https://github.com/acme/prhub@5f1c2e9"
+    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == wanted
     assert result.stdout == (
         f"wrote {written}\n"
-        f"It installs prhub=={__version__} (from the package index); to install from elsewhere, "
+        f"It installs {wanted} (where this prhub was installed from); to install from elsewhere, "
         "edit PRHUB_INSTALL in it\n"
         "or rerun with --force --install GIT_URL.\n"
         "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
@@ -443,6 +452,17 @@ def test_init_ci_writes_the_workflow_once(env, tmp_path):
     again = prhub(env, "init-ci", str(tmp_path))
     assert again.exit_code == 3 and "--force" in again.stderr
     assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
+
+
+def test_init_ci_refuses_to_guess_an_install_from_the_index(env, tmp_path, monkeypatch):
+    from prhub import ci
+
+    monkeypatch.setattr(ci, "installed", lambda: None)
+    result = prhub(env, "init-ci", str(tmp_path))
+    assert result.exit_code == 3
+    assert "cannot tell where this prhub was installed from" in result.stderr
+    assert "pass --install" in result.stderr
+    assert not (tmp_path / ".github").exists()
 
 
 def test_init_ci_installs_from_a_git_url(env, tmp_path):

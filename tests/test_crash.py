@@ -176,7 +176,10 @@ def test_a_signal_starts_no_new_request_and_keeps_what_finished(
         lines = stderr.decode().splitlines()
         assert child.returncode == code, lines
         assert lines[-1].startswith("prhub: interrupted; what was done is kept (")
-        assert "new digests" in lines[-1] and "Traceback" not in stderr.decode()
+        assert "new digest" in lines[-1] and "Traceback" not in stderr.decode()
+        # The summary counts the PRs the note says were digested, not 0 of them.
+        made = int(re.search(r"\((\d+) new digest", lines[-1])[1])
+        assert lines[-2].startswith(f"prhub: {made} PR{'s' * (made != 1)} (0 from the store"), lines
         assert len(slow.bodies) == asked  # no request started after the signal
         assert waited < 1.5  # requests in flight are not waited for
         kept = stored_digests(tmp_path / "store.db")

@@ -53,3 +53,14 @@ def test_readme_table_lists_each_code_exactly_once():
     # 0 is success and 2 is Typer's usage error; the rest are the hierarchy's.
     assert set(codes) == {0, PrhubError.exit_code, 2} | classes
     assert codes == sorted(codes)
+
+
+def test_secret_advice_says_where_to_set_it():
+    from prhub.errors import set_secret
+
+    assert set_secret("OPENAI_API_KEY", {}) == "export OPENAI_API_KEY"
+    actions = set_secret("OPENAI_API_KEY", {"GITHUB_ACTIONS": "true", "CI": "true"})
+    assert "Settings > Secrets and variables > Actions" in actions
+    assert "${{ secrets.OPENAI_API_KEY }}" in actions
+    assert "${{ secrets.GITHUB_TOKEN }}" in set_secret("GITHUB_TOKEN", {"GITHUB_ACTIONS": "true"})
+    assert "secret variable of this CI job" in set_secret("OPENAI_API_KEY", {"CI": "1"})

@@ -434,5 +434,8 @@ def test_a_pr_that_keeps_failing_is_listed_and_alone_redone(tmp_path: Path) -> N
         assert retries == 0
         assert digest_prs(llm.bodies[llm_before:]) == [103]  # only the PR that failed
         assert len(llm.bodies) - llm_before == 2  # its digest and the week's new narrative
-        assert {r["path"] for r in github.requests[gh_before:]} == {"/search/issues"}
+        assert {r["path"] for r in github.requests[gh_before:]} == {
+            "/repos/acme/rocket",
+            "/search/issues",
+        }
         assert not github.errors and not llm.errors

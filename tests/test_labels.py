@@ -81,3 +81,15 @@ def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
     assert shape(text)["heading_open"] == before + 2  # the label's group and #101 under it
     assert "table_open" not in shape(text) and "blockquote_open" not in shape(text)
     assert "<b>粗" not in html.labels_html(view(hostile), hostile)
+
+
+def test_a_breaking_title_without_a_breaking_label_is_tagged_breaking():
+    r = report()
+    digests = [
+        d.model_copy(update={"labels": [x for x in d.labels if x != "breaking"]}) for d in r.digests
+    ]
+    flagged = [d for d in digests if d.breaking]  # `[BREAKING]` or `type!:` in the title
+    assert flagged and not any("breaking" in d.tags for d in flagged)
+    text = labels_markdown(view(r.model_copy(update={"digests": digests}), "breaking"))
+    assert f"## breaking（{len(flagged)}）" in text
+    assert all(f"#{d.number}" in text for d in flagged)

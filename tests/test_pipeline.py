@@ -185,7 +185,9 @@ def test_rerun_of_an_unchanged_week_makes_no_llm_call(github, smart_llm, tmp_pat
     assert again.narrative == first.narrative
     assert again.meta.dropped_citations == first.meta.dropped_citations
     new = github.requests[github_calls:]
-    assert all(r["path"] == "/search/issues" for r in new)  # search pages only
+    # The repository's name as GitHub spells it, then search pages only.
+    assert [r["path"] for r in new][0] == "/repos/acme/rocket"
+    assert all(r["path"] == "/search/issues" for r in new[1:])
     assert again.meta == first.meta  # what made the content, not what this run paid
     assert again.meta.usage.calls == len(smart_llm.bodies)
     assert [d.content for d in again.digests] == [d.content for d in first.digests]
@@ -209,8 +211,9 @@ def test_github_requests_per_pr_stay_within_three(github, smart_llm, tmp_path):
     per_pr = Counter(p.split("/")[5] for p in paths if "/pulls/" in p)
     assert set(per_pr) == {str(n) for n in range(101, 107)}
     assert max(per_pr.values()) <= 3  # pull, files, reviews
-    # One more for the run: the repository's .gitattributes.
-    assert len(paths) == sum(per_pr.values()) + 1
+    # Two more for the run: the repository's name as GitHub spells it, its .gitattributes.
+    assert len(paths) == sum(per_pr.values()) + 2
+    assert paths.count("/repos/acme/rocket") == 1
     assert paths.count("/repos/acme/rocket/contents/.gitattributes") == 1
 
 

@@ -96,7 +96,8 @@ def test_cost_with_a_known_price():
     assert (
         cost(Usage(tokens_in=1_000_000, tokens_out=1_000_000), KNOWN) == "≈ $0.7500 (gpt-4o-mini)"
     )
-    assert cost(Usage(tokens_in=0, tokens_out=0), KNOWN) == "≈ $0.0000 (gpt-4o-mini)"
+    assert cost(Usage(tokens_in=0, tokens_out=0), KNOWN) == "$0.00"
+    assert cost(Usage(), UNKNOWN) == "$0.00"  # nothing sent costs nothing, priced or not
     assert (
         cost(Usage(tokens_in=20_000, tokens_out=0), Settings(model="gpt-4o"))
         == "≈ $0.0500 (gpt-4o)"
@@ -211,7 +212,7 @@ def test_the_summary_counts_digests_that_fail_content_checks():
     clean = run_summary(RunStats(prs=2), 1.0, settings)
     assert "content checks" not in clean
     assert run_summary(RunStats(prs=2, unchecked=1), 1.0, settings).endswith(
-        " · 1 digests fail content checks"
+        " · 1 digest fails content checks"
     )
 
 

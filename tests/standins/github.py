@@ -200,9 +200,10 @@ class GitHubStandIn(StandIn):
         if path == "/search/issues":
             return self._search(query)
         match = re.fullmatch(r"/repos/(\w[\w.-]*)/(\w[\w.-]*)(/.*)?", path)
-        if not match or not (self.data_dir / match[1] / match[2]).is_dir():
+        found = match and self._folder(match[1], match[2])
+        if not match or not found:
             return _not_found()
-        owner, repo, rest = match[1], match[2], match[3] or ""
+        (owner, repo), rest = found, match[3] or ""
         if not rest:
             return 200, {}, self._repository(owner, repo)
         if rest.startswith("/contents/"):
@@ -223,6 +224,13 @@ class GitHubStandIn(StandIn):
         extra = folder / f"{number}.{name}.json"
         items = json.loads(extra.read_text()) if extra.exists() else []
         return self._page(items, request)
+
+    def _folder(self, owner: str, repo: str) -> tuple[str, str] | None:
+        """The repository's folder names: GitHub matches owner and name in any case."""
+        for folder in self.data_dir.glob("*/*"):
+            if folder.is_dir() and f"{owner}/{repo}".lower() == "/".join(folder.parts[-2:]).lower():
+                return folder.parts[-2], folder.parts[-1]
+        return None
 
     def _contents(self, owner: str, repo: str, path: str) -> Answer:
         """A file of the default branch as GET /repos/{o}/{r}/contents/{path} returns it."""

@@ -1,0 +1,62 @@
+"""Dry runs: what a run would send to the model, counted as the run would; nothing is sent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prhub import digest, narrate
+from prhub.analyse import Window
+from prhub.keys import digest_key, narrative_key
+from prhub.model import PullRequest
+from prhub.report import DryRun, PlannedPR
+
+if TYPE_CHECKING:
+    from prhub.pipeline import Run
+
+
+def planned(run: Run, pr: PullRequest) -> PlannedPR:
+    """The calls and prompt tokens digesting `pr` would take; none when it is stored."""
+    key = digest_key(pr, run.settings)
+    if not run.settings.refresh and run.store.digest(key):
+        return PlannedPR(number=pr.number, cached=True, calls=0, tokens_in=0)
+    calls, tokens = digest.planned_tokens(pr, run.settings)
+    return PlannedPR(number=pr.number, cached=False, calls=calls, tokens_in=tokens)
+
+
+def pr_plan(run: Run, number: int) -> DryRun:
+    """What summarizing one PR would send to the model."""
+    plan = planned(run, run.merged_pr(number))
+    return DryRun(
+        repo=run.settings.require_repo(),
+        prs=[plan],
+        output_tokens_max=plan.calls * run.settings.output_tokens,
+    )
+
+
+def week_plan(run: Run, w: Window) -> DryRun:
+    """What a weekly run would send to the model; fetches and prepares."""
+    fetched, _ = run.fetch_window(w)
+    plans = [planned(run, fetched[n]) for n in sorted(fetched)]
+    calls, tokens = narrate.planned_tokens(run.facts(w, fetched, {}), len(plans), run.settings)
+    if _narrative_stored(run, w, fetched):
+        calls, tokens = 0, 0  # a run would take it from the store
+    return DryRun(
+        repo=run.settings.require_repo(),
+        prs=plans,
+        narrative_calls=calls,
+        narrative_tokens_in=tokens,
+        output_tokens_max=(sum(p.calls for p in plans) + calls) * run.settings.output_tokens,
+    )
+
+
+def _narrative_stored(run: Run, w: Window, fetched: dict[int, PullRequest]) -> bool:
+    """Whether the store holds the narrative a run would write: each digest is stored, and
+    the narrative of exactly those."""
+    digests = {}
+    for n, pr in sorted(fetched.items()):
+        found = None if run.settings.refresh else run.store.digest(digest_key(pr, run.settings))
+        if found is None:
+            return False
+        digests[n] = digest.retag(found, run.settings)
+    key = narrative_key(run.facts(w, fetched, digests), list(digests.values()), run.settings)
+    return bool(digests) and run.store.narrative(key) is not None

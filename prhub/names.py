@@ -1,0 +1,51 @@
+"""What people type for a repository or a PR: owner/name, owner/name.git, a GitHub URL, #N."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+# A repository URL (https, ssh or scp-like), or a PR's URL; host and scheme are not checked
+# beyond looking like GitHub's shapes: GitHub Enterprise hosts differ.
+_URL = re.compile(
+    r"(?:[a-z][a-z0-9+.-]*://(?:[^@/]+@)?[^/]+/|[^@/\s]+@[^:/\s]+:)"
+    r"(?P<repo>[^/\s]+/[^/\s]+?)(?:\.git)?/?(?:/pull/(?P<pr>\d+)\S*)?",
+    re.IGNORECASE,
+)
+
+
+def repo_name(text: str) -> str:
+    """owner/name from owner/name, owner/name.git or a repository or PR URL; else `text`."""
+    text = text.strip()
+    match = _URL.fullmatch(text)
+    if match:
+        return match["repo"]
+    return text.removesuffix(".git").rstrip("/") if text.count("/") == 1 else text
+
+
+def pr_ref(text: str) -> tuple[str | None, int | None]:
+    """The repository (when a URL names one) and number of `7372`, `#7372` or a PR URL."""
+    text = text.strip()
+    match = _URL.fullmatch(text)
+    if match and match["pr"]:
+        return match["repo"], int(match["pr"])
+    bare = text.removeprefix("#")
+    return None, int(bare) if bare.isdigit() and bare.isascii() else None
+
+
+def git_origin(cwd: Path) -> str | None:
+    """owner/name of the checkout's `origin` remote, when `cwd` is in one with a URL remote."""
+    try:
+        done = subprocess.run(
+            ["git", "remote", "get-url", "origin"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # no git, or not a directory git can read
+    match = _URL.fullmatch(done.stdout.strip()) if done.returncode == 0 else None
+    return match["repo"] if match else None
