@@ -64,3 +64,14 @@ def test_truncate_keeps_at_most_the_limit():
 def test_unknown_encoding_is_refused():
     with pytest.raises(ValueError, match="unknown encoding"):
         tokens.get_encoding("p50k_base")
+
+
+@pytest.mark.parametrize("limit", range(1, 40))
+def test_truncate_never_cuts_inside_a_character(limit):
+    # Rare CJK characters and emoji take several tokens each: a cut between them used to
+    # decode a partial character as U+FFFD.
+    text = "中文说明：改动了采样器🙂👍🏽龘靐齉，影响 rollout 🚀。" * 4
+    cut = tokens.truncate(text, limit)
+    assert "\ufffd" not in cut
+    assert text.startswith(cut)
+    assert tokens.count(cut) <= limit
