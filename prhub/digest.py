@@ -29,16 +29,20 @@ from prhub.prepare.core import pr_fields
 from prhub.prepare.discussion import Discussion, discussion
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.redact import scrub_reply
-from prhub.prepare.tokens import truncate
+from prhub.prepare.tokens import count, truncate
 from prhub.tags import parse_title, tag_name
+from prhub.text import sentences
 
-NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
+NOTE_BUDGET = 1200  # tokens of one chunk's notes in the final call of a map-reduce, at most
+# A note's room by field, in characters: the unit the map prompt states and trim_notes
+# enforces. A character of Chinese or code is at most about a token, so a note within its
+# characters fits its tokens; what is denser (emoji, rare characters) is checked in tokens too.
+NOTE_SHARES = {"summary": 0.4, "key_files": 0.15, "identifiers": 0.15, "risks": 0.3}
+NOTE_LABELS = 32  # tokens of a note's labels and joins in the final prompt (第 N 段：, 风险：)
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
-LATER_BODY = 80  # tokens of the PR body in chunk calls after the first
 TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is shown
-BODY_ONCE = "\n（PR 描述的其余部分已在第 1 段给出）"
 
 Messages = list[dict[str, str]]
 NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
@@ -65,7 +69,17 @@ def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int, int]:
     stub, talk = _stub(pr), discussion(pr.discussion, settings)
     fixed = max(
         _tokens(digest_prompt, settings, stub, talk, diff="", notes=[], index="", schema=schema),
-        _tokens(notes_prompt, settings, stub, NONE, diff="", part=9, parts=9, schema=notes_schema),
+        _tokens(
+            notes_prompt,
+            settings,
+            stub,
+            NONE,
+            diff="",
+            part=9,
+            parts=9,
+            schema=notes_schema,
+            limits=dict.fromkeys(NOTE_SHARES, 99_999),  # the most digits a limit has
+        ),
     )
     spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
     chunk_budget = settings.input_budget - fixed - spare
@@ -102,20 +116,25 @@ def plan(
         return prepared, [first]
     notes_prompt = prompt(settings, "digest_notes")
     schema = schema_text(mode, ChunkNotes)
-    # The body is read once, with the first chunk; later chunks get its opening lines.
-    later = prepared.model_copy(
-        update={"body": truncate(prepared.body, LATER_BODY, settings.encoding) + BODY_ONCE}
-    )
+    limits = note_limits(budgets(pr, settings)[2])
+    # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
     return prepared, [
         notes_prompt.messages(
-            **_context(prepared if i == 1 else later, NONE),
+            **_context(prepared, NONE),
             diff=chunk,
             part=i,
             parts=len(prepared.chunks),
             schema=schema,
+            limits=limits,
         )
         for i, chunk in enumerate(prepared.chunks, 1)
     ]
+
+
+def note_limits(budget: int) -> dict[str, int]:
+    """Characters each field of one chunk's notes may take, from the note's token budget."""
+    room = max(len(NOTE_SHARES), budget - NOTE_LABELS)
+    return {name: max(1, int(room * share)) for name, share in NOTE_SHARES.items()}
 
 
 def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
@@ -163,8 +182,16 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
         with ThreadPoolExecutor(max_workers=len(calls)) as pool:
             results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
+        # pool.map gives the notes in part order, whichever answer came first.
         note_budget = budgets(pr, settings)[2]
-        notes = [trim_notes(note, note_budget, settings) for note, _ in results]
+        trimmed = [trim_notes(note, note_budget, settings) for note, _ in results]
+        notes = [note for note, _ in trimmed]
+        if shortened := sum(cut for _, cut in trimmed):
+            log.warning(
+                "#%d: %d chunk notes were over their length and shortened", pr.number, shortened
+            )
+            coverage = prepared.coverage.model_copy(update={"notes_shortened": shortened})
+            prepared = prepared.model_copy(update={"coverage": coverage})
         messages = _final_messages(prepared, notes, settings, llm.mode, talk)
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
@@ -277,19 +304,62 @@ def retag(digest: PRDigest, settings: Settings) -> PRDigest:
     return digest.model_copy(update={"modules": modules, "labels": labels})
 
 
-def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> ChunkNotes:
-    """Notes cut to their share of the final prompt: `budget` tokens with their labels."""
-    enc, share = settings.encoding, budget / NOTE_BUDGET
+def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> tuple[ChunkNotes, bool]:
+    """The notes within their share of the final prompt, and whether they had to be shortened.
 
-    def cut(text: str, tokens: int) -> str:
-        return truncate(text, max(4, int(tokens * share)), enc)
+    Each field is held to its characters (note_limits), what is over cut at whole items and
+    whole sentences; notes denser than a token a character are then held to `budget` tokens.
+    """
+    limits = note_limits(budget)
+    kept = _within(note, limits)
+    used = count(_note_text(kept), settings.encoding)
+    if used > budget - NOTE_LABELS:
+        share = (budget - NOTE_LABELS) / used
+        kept = _within(kept, {name: int(n * share) for name, n in limits.items()})
+    return kept, kept != note
 
+
+def _within(note: ChunkNotes, limits: dict[str, int]) -> ChunkNotes:
     return ChunkNotes(
-        summary=cut(note.summary, 250),
-        key_files=[cut(f, 30) for f in note.key_files[:5]],
-        identifiers=[cut(i, 10) for i in note.identifiers[:8]],
-        risks=[cut(r, 35) for r in note.risks[:3]],
+        summary=_sentences_within(note.summary, limits["summary"]),
+        key_files=_items_within(note.key_files, limits["key_files"], split=False),
+        identifiers=_items_within(note.identifiers, limits["identifiers"], split=False),
+        risks=_items_within(note.risks, limits["risks"], split=True),
     )
+
+
+def _items_within(items: list[str], limit: int, split: bool) -> list[str]:
+    """The first items that fit `limit` characters; a text item (`split`) that does not fit
+    whole keeps its first sentences when they do."""
+    kept: list[str] = []
+    for item in items:
+        room = limit - sum(map(len, kept))
+        if len(item) <= room:
+            kept.append(item)
+            continue
+        if split and (part := _sentences_within(item, room, whole=not kept)):
+            kept.append(part)
+        break
+    return kept
+
+
+def _sentences_within(text: str, limit: int, whole: bool = True) -> str:
+    """The first sentences of `text` within `limit` characters. When not even the first fits
+    and `whole`, its first characters, marked: a note never goes empty for one long sentence."""
+    if len(text) <= limit:
+        return text
+    kept = ""
+    for sentence in sentences(text):
+        if len(kept) + len(sentence) > limit:
+            break
+        kept += sentence
+    if kept.strip() or not whole:
+        return kept.rstrip()
+    return text[: max(0, limit - 1)] + "…"
+
+
+def _note_text(note: ChunkNotes) -> str:
+    return "".join([note.summary, *note.key_files, *note.identifiers, *note.risks])
 
 
 def _final_messages(
