@@ -24,21 +24,16 @@ from prhub.model import (
     PullRequest,
     Usage,
 )
+from prhub.notes import NOTE_SHARES, note_limits, note_text, trim_notes
 from prhub.prepare import TITLE_BUDGET, body_budget, prepare
 from prhub.prepare.core import pr_fields
 from prhub.prepare.discussion import Discussion, discussion
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.redact import scrub_reply
-from prhub.prepare.tokens import count, truncate
+from prhub.prepare.tokens import truncate
 from prhub.tags import parse_title, tag_name
-from prhub.text import sentences
 
 NOTE_BUDGET = 1200  # tokens of one chunk's notes in the final call of a map-reduce, at most
-# A note's room by field, in characters: the unit the map prompt states and trim_notes
-# enforces. A character of Chinese or code is at most about a token, so a note within its
-# characters fits its tokens; what is denser (emoji, rare characters) is checked in tokens too.
-NOTE_SHARES = {"summary": 0.4, "key_files": 0.15, "identifiers": 0.15, "risks": 0.3}
-NOTE_LABELS = 32  # tokens of a note's labels and joins in the final prompt (第 N 段：, 风险：)
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
@@ -103,7 +98,7 @@ def plan(
     `mode` is the response mode the prompts are written for (default: the configured one).
     """
     mode = mode or settings.response_mode
-    chunk_budget, index_budget, _ = budgets(pr, settings)
+    chunk_budget, index_budget, note_budget = budgets(pr, settings)
     prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
     if len(prepared.chunks) == 1:
         first = prompt(settings, "digest").messages(
@@ -116,7 +111,7 @@ def plan(
         return prepared, [first]
     notes_prompt = prompt(settings, "digest_notes")
     schema = schema_text(mode, ChunkNotes)
-    limits = note_limits(budgets(pr, settings)[2])
+    limits = note_limits(note_budget)
     # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
     return prepared, [
         notes_prompt.messages(
@@ -129,12 +124,6 @@ def plan(
         )
         for i, chunk in enumerate(prepared.chunks, 1)
     ]
-
-
-def note_limits(budget: int) -> dict[str, int]:
-    """Characters each field of one chunk's notes may take, from the note's token budget."""
-    room = max(len(NOTE_SHARES), budget - NOTE_LABELS)
-    return {name: max(1, int(room * share)) for name, share in NOTE_SHARES.items()}
 
 
 def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
@@ -187,8 +176,14 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         trimmed = [trim_notes(note, note_budget, settings) for note, _ in results]
         notes = [note for note, _ in trimmed]
         if shortened := sum(cut for _, cut in trimmed):
+            pairs = zip(results, notes, strict=True)
+            left = sum(len(note_text(n)) - len(note_text(k)) for (n, _), k in pairs)
             log.warning(
-                "#%d: %d chunk notes were over their length and shortened", pr.number, shortened
+                "#%d: %d chunk notes were over their length: %d characters left out, "
+                "at whole items and sentences",
+                pr.number,
+                shortened,
+                left,
             )
             coverage = prepared.coverage.model_copy(update={"notes_shortened": shortened})
             prepared = prepared.model_copy(update={"coverage": coverage})
@@ -302,64 +297,6 @@ def retag(digest: PRDigest, settings: Settings) -> PRDigest:
     modules = list(dict.fromkeys(tag_name(m, settings.tags) for m in digest.modules))
     labels = list(dict.fromkeys(tag_name(x, settings.tags) for x in digest.labels))
     return digest.model_copy(update={"modules": modules, "labels": labels})
-
-
-def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> tuple[ChunkNotes, bool]:
-    """The notes within their share of the final prompt, and whether they had to be shortened.
-
-    Each field is held to its characters (note_limits), what is over cut at whole items and
-    whole sentences; notes denser than a token a character are then held to `budget` tokens.
-    """
-    limits = note_limits(budget)
-    kept = _within(note, limits)
-    used = count(_note_text(kept), settings.encoding)
-    if used > budget - NOTE_LABELS:
-        share = (budget - NOTE_LABELS) / used
-        kept = _within(kept, {name: int(n * share) for name, n in limits.items()})
-    return kept, kept != note
-
-
-def _within(note: ChunkNotes, limits: dict[str, int]) -> ChunkNotes:
-    return ChunkNotes(
-        summary=_sentences_within(note.summary, limits["summary"]),
-        key_files=_items_within(note.key_files, limits["key_files"], split=False),
-        identifiers=_items_within(note.identifiers, limits["identifiers"], split=False),
-        risks=_items_within(note.risks, limits["risks"], split=True),
-    )
-
-
-def _items_within(items: list[str], limit: int, split: bool) -> list[str]:
-    """The first items that fit `limit` characters; a text item (`split`) that does not fit
-    whole keeps its first sentences when they do."""
-    kept: list[str] = []
-    for item in items:
-        room = limit - sum(map(len, kept))
-        if len(item) <= room:
-            kept.append(item)
-            continue
-        if split and (part := _sentences_within(item, room, whole=not kept)):
-            kept.append(part)
-        break
-    return kept
-
-
-def _sentences_within(text: str, limit: int, whole: bool = True) -> str:
-    """The first sentences of `text` within `limit` characters. When not even the first fits
-    and `whole`, its first characters, marked: a note never goes empty for one long sentence."""
-    if len(text) <= limit:
-        return text
-    kept = ""
-    for sentence in sentences(text):
-        if len(kept) + len(sentence) > limit:
-            break
-        kept += sentence
-    if kept.strip() or not whole:
-        return kept.rstrip()
-    return text[: max(0, limit - 1)] + "…"
-
-
-def _note_text(note: ChunkNotes) -> str:
-    return "".join([note.summary, *note.key_files, *note.identifiers, *note.risks])
 
 
 def _final_messages(

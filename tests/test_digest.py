@@ -12,9 +12,10 @@ import pytest
 
 from prhub import render
 from prhub.config import Settings
-from prhub.digest import budgets, digest_pr, note_limits, trim_notes
+from prhub.digest import budgets, digest_pr
 from prhub.llm import LLM
-from prhub.model import ChunkNotes, FileChange, PullRequest
+from prhub.model import FileChange, PullRequest
+from prhub.notes import note_limits
 from prhub.prepare.redact import scrub
 from prhub.prepare.tokens import count
 from prhub.source import pull_request_from_payload
@@ -317,22 +318,6 @@ def test_a_note_over_its_length_is_cut_at_whole_items_and_sentences_and_counted(
     assert risks and all(r == whole for r in risks[:-1])
     assert whole.startswith(risks[-1]) and risks[-1].endswith("。")
     assert sum(map(len, risks)) <= limits["risks"]
-
-
-def test_trim_notes_keeps_notes_within_their_limits_as_they_are():
-    config = Settings()
-    note = ChunkNotes(**part_notes(1))
-    assert trim_notes(note, 1200, config) == (note, False)
-    cut, shortened = trim_notes(note, 200, config)
-    limits = note_limits(200)
-    assert shortened and len(cut.summary) <= limits["summary"]
-    assert note.summary.startswith(cut.summary) and cut.summary.endswith("。")
-    assert all(r in note.risks for r in cut.risks)  # whole risks, or none
-    assert sum(map(len, cut.risks)) <= limits["risks"]
-    dense = ChunkNotes(summary="🙂" * 2000, risks=["龘靐齉" * 300])
-    cut, shortened = trim_notes(dense, 300, config)
-    assert shortened and "\ufffd" not in cut.summary + "".join(cut.risks)
-    assert count(cut.summary + "".join(cut.risks)) <= 300
 
 
 def test_no_prompt_holds_a_replacement_character_when_cjk_text_is_cut(llm):

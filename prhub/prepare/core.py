@@ -22,7 +22,7 @@ from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.tokens import count, truncate
 
 # The shape of prepared text: raise it when prompts change for the same PR and settings.
-FORMAT = 2
+FORMAT = 3
 TITLE_BUDGET = 120  # tokens
 BODY_BUDGET = 1000  # tokens, at most: an eighth of a small input budget
 
