@@ -56,7 +56,8 @@ def _cut(text: str, budget: int, encoding: str, mark: str | None = None) -> str:
         if mark is None and kept.rfind("\n") > len(kept) // 2:
             kept = kept[: kept.rfind("\n")]
         cut = kept + (mark if mark is not None else body_cut(text[len(kept) :]))
-        if count(cut, encoding) <= budget:  # the mark may tokenize differently after the cut
+        # The mark may tokenize differently after the cut; one longer than the budget ends it.
+        if count(cut, encoding) <= budget or keep <= 0:
             return cut
         keep -= 1
 
