@@ -25,6 +25,7 @@ from prhub.model import (
     PullRequest,
     Usage,
 )
+from prhub.notes import NOTE_SHARES, note_limits, note_text, trim_notes
 from prhub.prepare import TITLE_BUDGET, body_budget, prepare
 from prhub.prepare.core import pr_fields
 from prhub.prepare.discussion import Discussion, discussion
@@ -33,13 +34,11 @@ from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import truncate
 from prhub.tags import parse_title, tag_name
 
-NOTE_BUDGET = 700  # tokens of one chunk's notes in the final call of a map-reduce
+NOTE_BUDGET = 1200  # tokens of one chunk's notes in the final call of a map-reduce, at most
 MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
-LATER_BODY = 80  # tokens of the PR body in chunk calls after the first
 TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is shown
-BODY_ONCE = "\n（PR 描述的其余部分已在第 1 段给出）"
 
 Messages = list[dict[str, str]]
 NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
@@ -66,7 +65,17 @@ def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int, int]:
     stub, talk = _stub(pr), discussion(pr.discussion, settings)
     fixed = max(
         _tokens(digest_prompt, settings, stub, talk, diff="", notes=[], index="", schema=schema),
-        _tokens(notes_prompt, settings, stub, NONE, diff="", part=9, parts=9, schema=notes_schema),
+        _tokens(
+            notes_prompt,
+            settings,
+            stub,
+            NONE,
+            diff="",
+            part=9,
+            parts=9,
+            schema=notes_schema,
+            limits=dict.fromkeys(NOTE_SHARES, 99_999),  # the most digits a limit has
+        ),
     )
     spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
     chunk_budget = settings.input_budget - fixed - spare
@@ -90,7 +99,7 @@ def plan(
     `mode` is the response mode the prompts are written for (default: the configured one).
     """
     mode = mode or settings.response_mode
-    chunk_budget, index_budget, _ = budgets(pr, settings)
+    chunk_budget, index_budget, note_budget = budgets(pr, settings)
     prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
     if len(prepared.chunks) == 1:
         first = prompt(settings, "digest").messages(
@@ -103,17 +112,16 @@ def plan(
         return prepared, [first]
     notes_prompt = prompt(settings, "digest_notes")
     schema = schema_text(mode, ChunkNotes)
-    # The body is read once, with the first chunk; later chunks get its opening lines.
-    later = prepared.model_copy(
-        update={"body": truncate(prepared.body, LATER_BODY, settings.encoding) + BODY_ONCE}
-    )
+    limits = note_limits(note_budget)
+    # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
     return prepared, [
         notes_prompt.messages(
-            **_context(prepared if i == 1 else later, NONE),
+            **_context(prepared, NONE),
             diff=chunk,
             part=i,
             parts=len(prepared.chunks),
             schema=schema,
+            limits=limits,
         )
         for i, chunk in enumerate(prepared.chunks, 1)
     ]
@@ -164,8 +172,22 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
         with ThreadPoolExecutor(max_workers=len(calls)) as pool:
             results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
+        # pool.map gives the notes in part order, whichever answer came first.
         note_budget = budgets(pr, settings)[2]
-        notes = [trim_notes(note, note_budget, settings) for note, _ in results]
+        trimmed = [trim_notes(note, note_budget, settings) for note, _ in results]
+        notes = [note for note, _ in trimmed]
+        if shortened := sum(cut for _, cut in trimmed):
+            pairs = zip(results, notes, strict=True)
+            left = sum(len(note_text(n)) - len(note_text(k)) for (n, _), k in pairs)
+            log.warning(
+                "#%d: %d chunk notes were over their length: %d characters left out, "
+                "at whole items and sentences",
+                pr.number,
+                shortened,
+                left,
+            )
+            coverage = prepared.coverage.model_copy(update={"notes_shortened": shortened})
+            prepared = prepared.model_copy(update={"coverage": coverage})
         messages = _final_messages(prepared, notes, settings, llm.mode, talk)
         usage = sum((u for _, u in results), Usage())
         prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
@@ -291,21 +313,6 @@ def retag(digest: PRDigest, settings: Settings) -> PRDigest:
     modules = list(dict.fromkeys(tag_name(m, settings.tags) for m in digest.modules))
     labels = list(dict.fromkeys(tag_name(x, settings.tags) for x in digest.labels))
     return digest.model_copy(update={"modules": modules, "labels": labels})
-
-
-def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> ChunkNotes:
-    """Notes cut to their share of the final prompt: `budget` tokens with their labels."""
-    enc, share = settings.encoding, budget / NOTE_BUDGET
-
-    def cut(text: str, tokens: int) -> str:
-        return truncate(text, max(4, int(tokens * share)), enc)
-
-    return ChunkNotes(
-        summary=cut(note.summary, 250),
-        key_files=[cut(f, 30) for f in note.key_files[:5]],
-        identifiers=[cut(i, 10) for i in note.identifiers[:8]],
-        risks=[cut(r, 35) for r in note.risks[:3]],
-    )
 
 
 def _final_messages(

@@ -112,6 +112,7 @@ class Coverage(BaseModel):
     unlisted: int = 0  # files GitHub counted but did not list (it lists at most 3,000)
     comments: int = 0  # review discussion entries with text
     comments_shown: int = 0  # of those, how many the budget let the model see
+    notes_shortened: int = 0  # chunk notes cut to their length in a map-reduce (digest.trim_notes)
 
     @property
     def share_seen(self) -> float:

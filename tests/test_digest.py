@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,10 @@ import pytest
 
 from prhub import render
 from prhub.config import Settings
-from prhub.digest import digest_pr
+from prhub.digest import budgets, digest_pr
 from prhub.llm import LLM
 from prhub.model import FileChange, PullRequest
+from prhub.notes import note_limits
 from prhub.prepare.redact import scrub
 from prhub.prepare.tokens import count
 from prhub.source import pull_request_from_payload
@@ -206,17 +209,130 @@ def test_a_check_that_still_fails_is_recorded_not_hidden(llm):
     assert "title_not_chinese" in json.loads(render.digest_json(made))["meta"]["failed_checks"]
 
 
-def test_chunk_calls_carry_the_body_once(llm):
+def chunk_prompts(bodies: list[dict[str, Any]]) -> list[str]:
+    return [prompt_text(b) for b in bodies if "分段阅读" in prompt_text(b)]
+
+
+def test_each_chunk_call_stands_on_its_own(llm):
     body = "\n".join(f"背景第 {i} 条：说明这个改动的动机 marker{i}。" for i in range(30))
     pr = synthetic(500).model_copy(update={"body": body})
     config = settings(llm, input_budget=8_000)
-    bodies = digest_through(llm, pr, config)
-    chunks = [prompt_text(b) for b in bodies if "分段阅读" in prompt_text(b)]
-    first = [text for text in chunks if "这是第 1 段" in text]
-    later = [text for text in chunks if "这是第 1 段" not in text]
-    assert len(first) == 1 and later
-    assert "marker29" in first[0]
-    assert all("marker29" not in text and "已在第 1 段给出" in text for text in later)
+    chunks = chunk_prompts(digest_through(llm, pr, config))
+    parts = len(chunks)
+    assert parts > 1
+    # Sent at once and answered in any order: each has the whole body and says which part it is.
+    numbers = sorted(int(re.search(r"这是第 (\d+) 段，共 (\d+) 段", t)[1]) for t in chunks)
+    assert numbers == list(range(1, parts + 1))
+    assert all(f"共 {parts} 段" in text for text in chunks)
+    assert all("marker0" in text and "marker29" in text for text in chunks)
+    assert not any("已在第 1 段给出" in text for text in chunks)
+    limits = note_limits(budgets(pr, config)[2])
+    assert all(f"不超过 {limits['summary']} 个字符" in text for text in chunks)
+    assert all(f"合计不超过 {limits['risks']} 个字符" in text for text in chunks)
+
+
+def part_notes(part: int) -> dict[str, Any]:
+    """Notes a strong model writes for one part: long, several risks, all within the limits."""
+    return {
+        "summary": f"第{part}段笔记开头。"
+        + "这一段重写了调度器的批处理逻辑，并补上边界检查。" * 6
+        + f"第{part}段笔记结尾。",
+        "key_files": [f"pkg/mod{part}/sub0/file_{part}.py"],
+        "identifiers": [f"Scheduler{part}.flush_batch", f"retry_limit_{part}"],
+        "risks": [
+            f"第{part}段风险{i}：批大小为零时调度器会空转，重试上限未做校验会反复提交。"
+            for i in range(4)
+        ],
+    }
+
+
+def test_the_reduce_call_gets_every_note_whole_and_in_part_order(llm):
+    answered: list[int] = []
+    reduce: list[str] = []
+    second = threading.Event()
+
+    def notes_by_part(body: dict[str, Any]) -> str:
+        text = prompt_text(body)
+        part = re.search(r"这是第 (\d+) 段", text)
+        if part is None:
+            reduce.append(text)
+            return default_responder(body)
+        if part[1] == "1":
+            second.wait(10)  # part 1 answers after part 2
+        answered.append(int(part[1]))
+        if part[1] == "2":
+            second.set()
+        return json.dumps(part_notes(int(part[1])), ensure_ascii=False)
+
+    llm.responder = notes_by_part
+    pr = synthetic(500)
+    config = settings(llm, input_budget=8_000, jobs=8)
+    # A known mode: no first call probes it alone, so the chunk calls go out at once.
+    client = LLM(config, mode=config.response_mode)
+    try:
+        digest_pr(pr, config, client)
+    finally:
+        client.close()
+    parts = len(llm.bodies) - 1
+    assert parts > 1 and answered.index(2) < answered.index(1) and len(reduce) == 1
+    [final] = reduce
+    places = []
+    for part in range(1, parts + 1):
+        note = part_notes(part)
+        assert len("".join([note["summary"], *note["risks"]])) > 200
+        assert f"第 {part} 段：{note['summary']}" in final  # whole, under its own number
+        assert "风险：" + "；".join(note["risks"]) in final  # every risk, none cut
+        assert "标识符：" + "，".join(note["identifiers"]) in final
+        places.append(final.index(note["summary"]))
+    assert places == sorted(places)
+    assert "\ufffd" not in final
+
+
+def test_a_note_over_its_length_is_cut_at_whole_items_and_sentences_and_counted(llm):
+    def long_notes(body: dict[str, Any]) -> str:
+        if "这是第" not in prompt_text(body):
+            return default_responder(body)
+        note = part_notes(1)
+        note["summary"] = "调度器改为按批提交🙂。" * 200
+        note["risks"] = ["重试上限未校验。" * 3] * 40
+        return json.dumps(note, ensure_ascii=False)
+
+    llm.responder = long_notes
+    config = settings(llm, input_budget=8_000)
+    client = LLM(config)
+    try:
+        made = digest_pr(synthetic(500), config, client)
+    finally:
+        client.close()
+    bodies = llm.bodies
+    parts = len(bodies) - 1
+    assert made.meta.coverage.notes_shortened == parts  # recorded, not silent
+    final = prompt_text(bodies[-1])
+    assert "\ufffd" not in final
+    limits = note_limits(budgets(synthetic(500), config)[2])
+    summary = re.search(r"第 1 段：(.*)", final)[1]
+    assert len(summary) <= limits["summary"] and summary.endswith("调度器改为按批提交🙂。")
+    risks = re.search(r"风险：(.*)", final)[1].split("；")
+    whole = "重试上限未校验。" * 3
+    # Whole risks, the last maybe its first whole sentences; never more than their share.
+    assert risks and all(r == whole for r in risks[:-1])
+    assert whole.startswith(risks[-1]) and risks[-1].endswith("。")
+    assert sum(map(len, risks)) <= limits["risks"]
+
+
+def test_no_prompt_holds_a_replacement_character_when_cjk_text_is_cut(llm):
+    # A body far over its budget, in CJK and emoji, and a diff line too long for any chunk.
+    body = "\n".join(f"第 {i} 段说明：龘靐齉🙂👍🏽改动了采样器的温度处理。" for i in range(2000))
+    line = "+" + "注释龘靐齉🙂👍🏽" * 3000
+    files = [
+        FileChange(path="pkg/long.py", status="modified", additions=1, patch=f"@@ -1 +1 @@\n{line}")
+    ]
+    for config in (settings(llm), settings(llm, input_budget=8_000)):
+        for pr in (make_pr(files, body=body), synthetic(500).model_copy(update={"body": body})):
+            bodies = digest_through(llm, pr, config)
+            sent = json.dumps(bodies, ensure_ascii=False)
+            assert "\ufffd" not in sent
+            assert "PR 描述过长，已略去后面" in sent
 
 
 def test_a_secret_the_model_writes_is_redacted_before_it_is_kept(llm):

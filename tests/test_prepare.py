@@ -257,7 +257,7 @@ def test_parse_hunks() -> None:
     assert parse_hunks(patch)[0].text == "@@ -1,2 +1,2 @@ def a():\n-x\n+y\n ctx"
     assert split_hunks(patch) == [
         ("@@ -1,2 +1,2 @@ def a():\n-x\n+y\n ctx", 2),
-        ("@@ -9 +9,0 @@ (1 lines deleted)", 1),
+        ("@@ -9 +9,0 @@\n-gone", 1),
     ]
 
 
@@ -267,7 +267,7 @@ def test_parse_hunks_keeps_text_before_the_first_hunk() -> None:
 
 
 @pytest.mark.parametrize(("compact", "line"), [(True, "@@ -10 @@"), (False, "@@ -10,27 +10,2 @@")])
-def test_deletion_only_hunks_collapse_to_one_line(compact: bool, line: str) -> None:
+def test_a_deletion_only_hunk_of_a_pr_that_fits_is_shown_whole(compact: bool, line: str) -> None:
     patch = "\n".join(
         [
             "@@ -10,27 +10,2 @@ class A:",
@@ -279,19 +279,58 @@ def test_deletion_only_hunks_collapse_to_one_line(compact: bool, line: str) -> N
     )
     pr = make_pr([change("src/a.py", additions=3, deletions=25, patch=patch)])
     out = run(pr, 20000, compact=compact)
-    assert f"{line} (25 lines deleted)" in out.chunks[0]
-    assert "gone_" not in out.chunks[0]
+    assert line in out.chunks[0] and "lines deleted" not in out.chunks[0]
+    assert all(f"-    gone_{i} = {i}" in out.chunks[0] for i in range(25))
     assert "new_kept_2" in out.chunks[0]
-    assert out.files[0].lines_seen == 28
+    assert out.files[0].lines_seen == 28 and out.coverage.full == ["src/a.py"]
 
 
-def test_removed_file_is_one_line() -> None:
+def removal(start: int, name: str, body: int) -> str:
+    """A hunk that removes a function, a class with a config field, and a CLI flag."""
+    lines = [f"@@ -{start},{body + 6} +{start},0 @@", f"-def {name}(x, scale=2):"]
+    lines += [f"-    y_{name}_{i} = x * {i} + scale" for i in range(body)]
+    lines += ["-class Old" + name.title() + ":", "-    retries: int = 3"]
+    lines += ['-parser.add_argument("--old-' + name + '", type=int)', "-    return y", "-"]
+    return "\n".join(lines)
+
+
+def test_a_removed_function_keeps_its_def_line_when_the_pr_is_compacted() -> None:
+    gone = removal(118, "legacy_scale", 200)
+    config = "@@ -3,4 +3,0 @@\n-rollout:\n-  old_mode: sync\n-  # why it was there\n-  n: 4"
+    files = [
+        change("src/engine.py", additions=0, deletions=206, patch=gone),
+        change("conf/job.yaml", additions=0, deletions=4, patch=config),
+        *[change(f"src/m{i}.py", hunks=6, added=20) for i in range(6)],
+    ]
+    out = run(make_pr(files), 3000, calls=1)
+    text = "\n".join(out.chunks)
+    assert "y_legacy_scale_5" not in text  # the body is compacted ...
+    # ... but what defined behaviour stays in view, and coverage says only that was seen.
+    for kept in (
+        "-def legacy_scale(x, scale=2):",
+        "-class OldLegacy_Scale:",
+        "-    retries: int = 3",
+    ):
+        assert kept in text
+    assert '-parser.add_argument("--old-legacy_scale", type=int)' in text
+    assert "(206 lines deleted, 4 shown" in text
+    assert "-rollout:" in text and "-  old_mode: sync" in text and "why it was" not in text
+    views = {f.path: f for f in out.files}
+    assert views["src/engine.py"].lines_seen == 4 and views["src/engine.py"].view == "excerpt"
+    assert "202 removed lines not shown" in views["src/engine.py"].reason
+    assert views["conf/job.yaml"].lines_seen == 3
+    check_invariants(make_pr(files), out, 3000, 1)
+
+
+def test_a_removed_file_is_shown_whole_when_the_pr_fits() -> None:
     patch = "@@ -1,40 +0,0 @@\n" + "\n".join(f"-line {i}" for i in range(40))
     pr = make_pr([change("src/old.py", status="removed", additions=0, deletions=40, patch=patch)])
     out = run(pr, 20000)
-    assert out.chunks[0] == "### src/old.py (removed, +0/-40)\n@@ -1 @@ (40 lines deleted)"
+    lines = "\n".join(f"-line {i}" for i in range(40))
+    assert out.chunks[0] == f"### src/old.py (removed, +0/-40)\n@@ -1 @@\n{lines}"
     plain = run(pr, 20000, compact=False).chunks[0]
-    assert plain == "### src/old.py (removed, +0/-40)\n@@ -1,40 +0,0 @@ (40 lines deleted)"
+    assert plain == f"### src/old.py (removed, +0/-40)\n@@ -1,40 +0,0 @@\n{lines}"
+    assert out.coverage.lines_seen == 40
 
 
 def test_pure_rename_is_one_line() -> None:
@@ -369,7 +408,15 @@ def test_title_and_body_are_cut_to_their_budgets() -> None:
     body = "A paragraph of the description. " * 2000
     out = run(make_pr([change("a.py")], title=title, body=body), 20000)
     assert count(out.title, ENC) <= TITLE_BUDGET and out.title.endswith("[title truncated]")
-    assert count(out.body, ENC) <= BODY_BUDGET and out.body.endswith("[body truncated]")
+    assert count(out.body, ENC) <= BODY_BUDGET and "PR 描述过长" in out.body
+    lines = [f"第 {i} 行：说明改动的动机 🙂 with details." for i in range(400)]
+    cut = run(make_pr([change("a.py")], body="\n".join(lines)), 20000).body
+    kept, _, mark = cut.partition("\n\n（")
+    assert count(cut, ENC) <= BODY_BUDGET and "\ufffd" not in cut
+    shown = kept.split("\n")
+    assert shown == lines[: len(shown)]  # cut at a line's end
+    rest = "\n".join(lines[len(shown) :])
+    assert mark == f"PR 描述过长，已略去后面 {400 - len(shown)} 行，约 {len(rest)} 字）"
     short = run(make_pr([change("a.py")], title="fix: x", body="short"), 20000)
     assert (short.title, short.body) == ("fix: x", "short")
 

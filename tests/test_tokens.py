@@ -81,3 +81,14 @@ def test_an_unusable_cache_dir_leaves_no_temporary_copy_behind(tmp_path):
         assert int(result.stdout) > 1
         assert "PRHUB_CACHE_DIR" in result.stderr
         assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("limit", range(1, 40))
+def test_truncate_never_cuts_inside_a_character(limit):
+    # Rare CJK characters and emoji take several tokens each: a cut between them used to
+    # decode a partial character as U+FFFD.
+    text = "中文说明：改动了采样器🙂👍🏽龘靐齉，影响 rollout 🚀。" * 4
+    cut = tokens.truncate(text, limit)
+    assert "\ufffd" not in cut
+    assert text.startswith(cut)
+    assert tokens.count(cut) <= limit

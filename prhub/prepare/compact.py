@@ -68,6 +68,25 @@ def compact(
     return "\n".join(([short_header(header)] if header else []) + out)
 
 
+# Removed lines that take behaviour away when they go: a definition, a CLI flag, a config field.
+_DEFINES = re.compile(
+    r"^\s*(?:(?:export\s+)?(?:async\s+)?(?:def|class|function|func|fn|pub\s+fn|interface|struct)"
+    r"\s+\w|[A-Za-z_]\w*\s*:\s*[^=:]+=)|add_argument\(|[.@]option\(|Option\(|['\"]--[A-Za-z]"
+)
+_CONFIG_KEY = re.compile(r"^\s*(?:-\s+)?[\w.-]+\s*[:=]")  # a key of YAML, TOML, INI, .env
+
+
+def removed_block(head: str, lines: Sequence[str], config: bool) -> tuple[str, int]:
+    """A hunk that only removes lines, shortened to the lines that define something (its
+    functions, classes, flags; every key of a config file), and how many of them it shows."""
+    removed = [line for line in lines if line.startswith("-")]
+    pattern = _CONFIG_KEY if config else _DEFINES
+    kept = [line for line in removed if pattern.search(line[1:])]
+    note = f"{head} ({len(removed)} lines deleted"
+    note += f", {len(kept)} shown: the lines that define something)" if kept else ")"
+    return "\n".join([note, *kept]), len(kept)
+
+
 def added_lines(patches: Sequence[str | None]) -> frozenset[str]:
     """The stripped text of every added line of substance in `patches`."""
     return frozenset(

@@ -16,13 +16,13 @@ from prhub.prepare.diff import Entry, header, keyed_hunks, tier
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.index import VIEWS, build_index
 from prhub.prepare.noise import is_pure_rename, noise_reason, reduce_notebook
-from prhub.prepare.pack import pack
+from prhub.prepare.pack import pack, plural
 from prhub.prepare.redact import is_env_file, redact
 from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.tokens import count, truncate
 
 # The shape of prepared text: raise it when prompts change for the same PR and settings.
-FORMAT = 2
+FORMAT = 3
 TITLE_BUDGET = 120  # tokens
 BODY_BUDGET = 1000  # tokens, at most: an eighth of a small input budget
 
@@ -33,22 +33,33 @@ def body_budget(settings: Settings) -> int:
 
 
 TITLE_CUT = " …[title truncated]"
-BODY_CUT = "\n\n…[body truncated]"
 NO_PATCH = "GitHub sent no patch (too large)"
 # Below these a chunk cannot hold even a per-directory list of a large PR.
 MIN_CHUNK_BUDGET = 256
 MIN_INDEX_BUDGET = 64
 
 
-def _cut(text: str, budget: int, mark: str, encoding: str) -> str:
+def body_cut(rest: str) -> str:
+    """The line that closes a cut body: how much of it the model is not shown."""
+    lines = rest.strip("\n").count("\n") + 1
+    return f"\n\n（PR 描述过长，已略去后面 {lines} 行，约 {len(rest.strip())} 字）"
+
+
+def _cut(text: str, budget: int, encoding: str, mark: str | None = None) -> str:
+    """`text` within `budget` tokens, the mark included; without `mark`, the body's: cut at
+    a line's end when one is near, and saying what was left out."""
     if count(text, encoding) <= budget:
         return text
-    keep = budget - count(mark, encoding)
-    cut = truncate(text, keep, encoding) + mark
-    while count(cut, encoding) > budget:  # the mark may tokenize differently after the cut
+    keep = budget - count(mark or body_cut(text), encoding)
+    while True:
+        kept = truncate(text, keep, encoding)
+        if mark is None and kept.rfind("\n") > len(kept) // 2:
+            kept = kept[: kept.rfind("\n")]
+        cut = kept + (mark if mark is not None else body_cut(text[len(kept) :]))
+        # The mark may tokenize differently after the cut; one longer than the budget ends it.
+        if count(cut, encoding) <= budget or keep <= 0:
+            return cut
         keep -= 1
-        cut = truncate(text, keep, encoding) + mark
-    return cut
 
 
 def _entry(
@@ -58,6 +69,7 @@ def _entry(
     clean: Callable[..., str],
     short: bool,
     moved: frozenset[str],
+    fold_removed: bool,
 ) -> Entry:
     enc = settings.encoding
     path = clean(file.path)
@@ -87,13 +99,27 @@ def _entry(
         e.base_reason = f"notebook: {e.omitted} output lines dropped" if e.omitted else ""
     text = clean(patch, env_file=is_env_file(file.path))
     e.bare = short and file.status == "added"
-    keyed = keyed_hunks(text, short=short, added=e.bare, moved=moved)
+    config = paths.kind(file.path) == "config"
+    keyed = keyed_hunks(
+        text, short=short, added=e.bare, moved=moved, fold_removed=fold_removed, config=config
+    )
     e.hunks = [(text, changed) for text, changed, _ in keyed]
     e.keys = [key for _, _, key in keyed]
+    # A key holds every changed line of its hunk; a shortened removal counts the ones it shows.
+    e.hidden = sum(key.count("\n") + 1 - changed for _, changed, key in keyed if key)
     if not e.hunks:
         e.no_patch = True
         e.reason = e.base_reason = NO_PATCH if not file.patch else "empty patch"
     return e
+
+
+def _fits_whole(ranked: list[Entry], chunks: list[str]) -> bool:
+    return len(chunks) == 1 and all(e.view == "full" for e in ranked if e.showable)
+
+
+def _has_removal(ranked: list[Entry]) -> bool:
+    """True when a hunk of a file shown removes lines and adds none."""
+    return any(key and "\n+" not in f"\n{key}" for e in ranked if e.showable for key in e.keys)
 
 
 def input_key(pr: PullRequest) -> str:
@@ -137,19 +163,39 @@ def prepare(
         counts.update(found)
         return text
 
-    title = _cut(clean(pr.title), TITLE_BUDGET, TITLE_CUT, enc)
+    title = _cut(clean(pr.title), TITLE_BUDGET, enc, TITLE_CUT)
     body = strip_template(pr.body or "") if compact else pr.body or ""
-    body = _cut(clean(body), body_budget(settings), BODY_CUT, enc)
+    body = _cut(clean(body), body_budget(settings), enc)
     # Added lines of files the model is shown: a removed line found there is not new to it.
     # Read before redaction: a line holding a secret then matches nothing, and stays.
     shown = [f.patch for f in pr.files if noise_reason(f, settings.noise_globs) is None]
     moved = added_lines(shown) if compact else frozenset()
-    entries = [_entry(i, f, settings, clean, compact, moved) for i, f in enumerate(pr.files)]
-    ranked = sorted(entries, key=Entry.rank)
-    if compact:
-        merge_repeats(ranked)
-    chunks = pack(ranked, chunk_budget, settings.max_calls, enc)
+
+    def packed(fold_removed: bool) -> tuple[list[Entry], list[Entry], list[str]]:
+        entries = [
+            _entry(i, f, settings, clean, compact, moved, fold_removed)
+            for i, f in enumerate(pr.files)
+        ]
+        ranked = sorted(entries, key=Entry.rank)
+        if compact:
+            merge_repeats(ranked)
+        return entries, ranked, pack(ranked, chunk_budget, settings.max_calls, enc)
+
+    # Hunks that only remove lines are shown whole when the whole PR then fits one call;
+    # otherwise each is shortened to the lines that define something, and packed again.
+    # Redaction counts once: the second pass redacts the same text again.
+    found = counts.copy()
+    entries, ranked, chunks = packed(fold_removed=False)
+    if not _fits_whole(ranked, chunks) and _has_removal(ranked):
+        counts.clear()
+        counts.update(found)
+        entries, ranked, chunks = packed(fold_removed=True)
     settle(ranked)
+    seen = [e.lines_seen() for e in entries]
+    for e in entries:
+        if e.view == "full" and e.hidden:  # a shortened removal is not the file in full
+            cut = f"{plural(e.hidden, 'removed line')} not shown, only those that define something"
+            e.view, e.reason = "excerpt", f"{e.reason}; {cut}" if e.reason else cut
     index = build_index(ranked, index_budget, enc)
     views = [
         FileView(
@@ -159,10 +205,10 @@ def prepare(
             deletions=e.deletions,
             view=e.view,
             reason=e.reason,
-            lines_seen=e.lines_seen(),
+            lines_seen=lines,
             generated=made,
         )
-        for e, made in zip(entries, map(paths.is_machine_made, pr.files), strict=True)
+        for e, made, lines in zip(entries, map(paths.is_machine_made, pr.files), seen, strict=True)
     ]
     pairs = list(zip(entries, views, strict=True))
     coverage = Coverage.model_validate(

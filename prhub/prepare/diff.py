@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from prhub.model import FileChange, View
 from prhub.paths import kind
-from prhub.prepare.compact import compact, short_header
+from prhub.prepare.compact import compact, removed_block, short_header
 from prhub.prepare.noise import is_pure_rename
 from prhub.prepare.tokens import count, truncate
 
@@ -96,6 +96,7 @@ class Entry:
     pure_rename: bool = False
     bare: bool = False  # a new file's lines, maybe without + signs: each one is a changed line
     omitted: int = 0  # changed lines dropped before packing (notebook outputs)
+    hidden: int = 0  # removed lines a shortened removal hunk leaves out (not seen)
     base_reason: str = ""  # what holds whatever the budget: pure rename, notebook, no patch
     reason: str = ""
     view: View = "listed"
@@ -139,7 +140,7 @@ class Entry:
         seen = sum(c.changed for c in self.copies if c.seen())
         own = 0
         if self.view == "full" and not self.repeated:
-            own = max(0, self.changes - self.omitted - copied)
+            own = max(0, self.changes - self.omitted - self.hidden - copied)
         elif self.view == "excerpt" and not self.repeated:
             own = sum(b.changed for b in self.shown)
         return min(self.changes, own + seen)
@@ -154,27 +155,39 @@ def header(file: FileChange, path: str, previous: str | None) -> str:
 
 
 def split_hunks(patch: str) -> list[tuple[str, int]]:
-    """The hunks of a unified-diff patch with their changed lines; deletion-only ones collapsed."""
+    """The hunks of a unified-diff patch with their changed lines."""
     return [(text, changed) for text, changed, _ in keyed_hunks(patch)]
 
 
 def keyed_hunks(
-    patch: str, *, short: bool = False, added: bool = False, moved: frozenset[str] = frozenset()
+    patch: str,
+    *,
+    short: bool = False,
+    added: bool = False,
+    moved: frozenset[str] = frozenset(),
+    fold_removed: bool = False,
+    config: bool = False,
 ) -> list[tuple[str, int, str]]:
     """split_hunks(), each hunk with its changed lines as one text: equal keys, equal changes.
 
     `short` keeps less unchanged text (prepare.compact); `added` says the patch creates the
     file, whose lines then go without their + signs; removed lines found in `moved`, the PR's
-    added lines, are then folded.
+    added lines, are then folded. `fold_removed` shortens a hunk that only removes lines to
+    the lines that define something (`config`: every key); its count is then the lines shown.
     """
     out = []
     for hunk in parse_hunks(patch):
         key = "\n".join(line for line in hunk.lines if line.startswith(("+", "-")))
-        deleted = sum(line.startswith("-") for line in hunk.lines)
-        if deleted and not any(line.startswith("+") for line in hunk.lines):
-            m = _HUNK_RANGE.match(hunk.header)
-            head = short_header(hunk.header, old=True) if short else m.group() if m else "@@"
-            out.append((f"{head} ({deleted} lines deleted)", deleted, key))
+        removal = hunk.changed and not any(line.startswith("+") for line in hunk.lines)
+        m = _HUNK_RANGE.match(hunk.header)
+        head = short_header(hunk.header, old=True) if short else m.group() if m else "@@"
+        if removal and fold_removed:
+            text, shown = removed_block(head, hunk.lines, config)
+            out.append((text, shown, key))
+        elif removal and short:
+            # The old side's line numbers: the new side has none of these lines.
+            body = compact("", hunk.lines, False, moved)
+            out.append((f"{head}\n{body}" if hunk.header else body, hunk.changed, key))
         elif short:
             out.append((compact(hunk.header, hunk.lines, added, moved), hunk.changed, key))
         else:

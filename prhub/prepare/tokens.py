@@ -99,9 +99,11 @@ def count(text: str, encoding: str = "o200k_base") -> int:
 
 
 def truncate(text: str, limit: int, encoding: str = "o200k_base") -> str:
-    """`text` cut to at most `limit` tokens, on a token boundary."""
+    """A prefix of `text` of at most `limit` tokens that ends on a whole character."""
     enc = get_encoding(encoding)
     ids = enc.encode_ordinary(text)
     if len(ids) <= limit:
         return text
-    return enc.decode(ids[:limit])
+    # A token can end inside a character (CJK, emoji) and its partial bytes would decode to
+    # U+FFFD. The bytes are a prefix of valid UTF-8, so only a split last character is invalid.
+    return enc.decode_bytes(ids[: max(0, limit)]).decode("utf-8", errors="ignore")
