@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -131,10 +132,11 @@ def digest_footer(d: PRDigest) -> str:
     meta, cov = d.meta, d.meta.coverage
     seen = (
         f"模型看到：全文 {len(cov.full)}、节选 {len(cov.excerpt)}、仅列名 {len(cov.listed)}、"
-        f"排除 {len(cov.excluded)} 个文件（变更行 {cov.share_seen:.0%}）"
+        f"排除 {len(cov.excluded)} 个文件（变更行 {math.floor(cov.share_seen * 100)}%）"
         + (f"，其中生成或第三方文件 {len(cov.generated)} 个" if cov.generated else "")
         + (f"，GitHub 未列出 {cov.unlisted} 个" if cov.unlisted else "")
         + (f"；评审讨论 {cov.comments_shown}/{cov.comments} 条" if cov.comments else "")
+        + (f"；{cov.notes_shortened} 段笔记超长，已按整条删减" if cov.notes_shortened else "")
     )
     parts = [
         meta.prompt,
