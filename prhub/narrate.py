@@ -20,7 +20,7 @@ from prhub.text import PR_COUNT, sentences
 # A PR's share of the weekly prompt: the budget over the week's PRs, within these bounds. Below
 # LINE_MIN the week is written in groups; LINE_MAX keeps a small week's prompt near its cost.
 LINE_MIN = 150
-LINE_MAX = 320
+LINE_MAX = 180
 # A digest's lists, in the order a short share keeps them, with the label each carries.
 SECTIONS = (("风险", "risks"), ("设计", "design_decisions"), ("后续", "follow_ups"))
 Messages = list[dict[str, str]]

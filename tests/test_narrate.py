@@ -119,7 +119,7 @@ def test_an_item_too_long_for_the_share_is_left_out_whole_and_the_next_one_kept(
 
 def test_each_prs_share_is_the_room_over_the_prs_within_bounds():
     assert line_share(10_000, 5) == LINE_MAX  # a small week: capped
-    assert line_share(10_000, 40) == 10_000 // 40 - 2  # from the budget and the PR count
+    assert line_share(10_000, 60) == 10_000 // 60 - 2  # from the budget and the PR count
     assert line_share(3_000, 40) == LINE_MIN  # below it the week is written in groups
 
 
@@ -232,13 +232,13 @@ def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
 
 def test_a_week_that_fits_gives_each_pr_its_share_of_the_budget(llm, client):
     risks = [f"第{i}条风险：并发写入可能丢数据，且没有回滚路径。" for i in range(8)]
-    many = [digest(risks=risks).model_copy(update={"number": 1000 + i}) for i in range(40)]
-    facts = report().facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 40})
+    many = [digest(risks=risks).model_copy(update={"number": 1000 + i}) for i in range(60)]
+    facts = report().facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 60})
     budget = on(llm, input_budget=12_000)
     narrate.narrate(facts, many, budget, client(budget))
     [body] = llm.bodies  # one call: the lines were sized to fit it
     text = prompt_text(body)
-    each = line_share(budget.input_budget - narrate._fixed_tokens(facts, budget), 40)
+    each = line_share(budget.input_budget - narrate._fixed_tokens(facts, budget), 60)
     assert LINE_MIN < each < LINE_MAX
     for d in many:
         line = digest_line(d, budget, each)

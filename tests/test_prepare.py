@@ -333,6 +333,16 @@ def test_a_removed_file_is_shown_whole_when_the_pr_fits() -> None:
     assert out.coverage.lines_seen == 40
 
 
+def test_a_removed_test_file_is_shown_by_its_test_names() -> None:
+    body = [f"-    assert step({i}) == {i}" for i in range(30)]
+    patch = "@@ -1,32 +0,0 @@\n-def test_steps():\n" + "\n".join(body) + "\n-class TestOld:"
+    removed = change("tests/test_old.py", status="removed", additions=0, deletions=32, patch=patch)
+    out = run(make_pr([removed]), 20000)
+    assert "-def test_steps():" in out.chunks[0] and "-class TestOld:" in out.chunks[0]
+    assert "assert step(3)" not in out.chunks[0]
+    assert out.coverage.lines_seen == 2 and out.files[0].view == "excerpt"
+
+
 def test_pure_rename_is_one_line() -> None:
     rename = FileChange(path="src/new.py", previous_path="src/old.py", status="renamed", patch=None)
     edited = change("src/b.py", status="renamed", previous_path="src/a.py")

@@ -100,8 +100,10 @@ def _entry(
     text = clean(patch, env_file=is_env_file(file.path))
     e.bare = short and file.status == "added"
     config = paths.kind(file.path) == "config"
+    # A deleted test file removes no behaviour: its test names say what went.
+    fold = fold_removed or (file.status == "removed" and paths.is_test(file.path))
     keyed = keyed_hunks(
-        text, short=short, added=e.bare, moved=moved, fold_removed=fold_removed, config=config
+        text, short=short, added=e.bare, moved=moved, fold_removed=fold, config=config
     )
     e.hunks = [(text, changed) for text, changed, _ in keyed]
     e.keys = [key for _, _, key in keyed]
