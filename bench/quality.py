@@ -44,10 +44,11 @@ from bench.standins import TOKEN, standin  # noqa: E402
 from prhub import checks, pipeline  # noqa: E402
 from prhub.config import Settings, load_settings, shown_url  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
+from prhub.fields import PLACEHOLDERS  # noqa: E402
 from prhub.ground import PATH, SPAN, pr_source  # noqa: E402
 from prhub.llm import LLM  # noqa: E402
 from prhub.model import DigestContent, PRDigest, PullRequest, Usage  # noqa: E402
-from prhub.reply import PLACEHOLDERS, example  # noqa: E402
+from prhub.reply import example  # noqa: E402
 
 # An angle-bracketed note in Chinese, as the prompt's example reply writes its placeholders.
 _NOTE = re.compile(r"<[^<>\n]*[\u3400-\u9fff][^<>\n]*>")

@@ -9,9 +9,8 @@ from collections.abc import Callable
 
 from prhub.model import DigestContent, Drop, DropReason, PullRequest
 from prhub.prepare.redact import redact
-from prhub.report import WeeklyFacts, WeeklyNarrative
-from prhub.source import references
-from prhub.text import NUMBER, PR_COUNT, sentences
+from prhub.source_payload import references
+from prhub.text import NUMBER, sentences
 
 SPAN = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
@@ -34,13 +33,6 @@ URL = re.compile(r"https?://\S+")
 LITERALS = {"True", "False", "None", "true", "false", "null", "none", "nil"}
 # Names every input has: Python's keywords and builtins, and literals.
 ALWAYS = {*keyword.kwlist, *dir(builtins), "self", "cls", *LITERALS}
-
-
-class _Tally:
-    """Counts what a grounding pass drops."""
-
-    def __init__(self) -> None:
-        self.dropped = 0
 
 
 def pr_source(pr: PullRequest) -> str:
@@ -255,67 +247,3 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
         }
     )
     return grounded, drops
-
-
-def fact_counts(facts: WeeklyFacts) -> set[int]:
-    """Every PR count the week's facts hold: the only ones a narrative may state."""
-    sizes = [len(facts.key_prs), len(facts.untested), len(facts.reverts), len(facts.breaking)]
-    return {
-        facts.pr_count,
-        *sizes,
-        *facts.tags.values(),
-        *(len(a.prs) for a in [*facts.authors, *facts.first_time]),
-        *(len(h.prs) for h in [*facts.hot_files, *facts.hot_dirs]),
-    }
-
-
-def ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrative, int]:
-    """Removes citations of PRs not in the week and PR counts the facts do not hold.
-
-    Returns the narrative and how many citations and figures went.
-    """
-    week, figures = set(facts.prs), fact_counts(facts)
-    tally = _Tally()
-
-    def clean(text: str) -> str:
-        def keep(match: re.Match[str]) -> str:
-            if int(match.group(1)) in week:
-                return match.group(0)
-            tally.dropped += 1
-            return ""
-
-        def counted(match: re.Match[str]) -> str:
-            if int(match.group(1)) in figures:
-                return match.group(0)
-            tally.dropped += 1
-            return "多" + match.group(2).lstrip()  # a count no fact backs: say "several"
-
-        text = PR_COUNT.sub(counted, NUMBER.sub(keep, text))
-        return re.sub(r"[（(]\s*[）)]", "", text).strip()
-
-    tally.dropped += sum(k.number not in week for k in n.key_prs)
-    grounded = WeeklyNarrative(
-        lead=clean(n.lead),
-        summary=clean(n.summary),
-        highlights=[clean(x) for x in n.highlights],
-        key_changes=[clean(x) for x in n.key_changes],
-        trends=[
-            t.model_copy(
-                update={
-                    "theme": clean(t.theme),
-                    "prs": [p for p in t.prs if p in week],
-                    "judgement": clean(t.judgement),
-                }
-            )
-            for t in n.trends
-        ],
-        risks=[clean(x) for x in n.risks],
-        key_prs=[
-            k.model_copy(update={"topic": clean(k.topic), "note": clean(k.note)})
-            for k in n.key_prs
-            if k.number in week
-        ],
-        follow_ups=[clean(x) for x in n.follow_ups],
-    )
-    tally.dropped += sum(len(t.prs) - len([p for p in t.prs if p in week]) for t in n.trends)
-    return grounded, tally.dropped

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field, model_validator
 
-from prhub.reply import REPLY, Number, Numbers, Texts, one_of
+from prhub.fields import REPLY, Number, Numbers, Texts, one_of
 from prhub.tags import tag_name
 
 

@@ -9,13 +9,12 @@ from itertools import groupby
 
 from prhub.config import Settings
 from prhub.digest import MARGIN, prompt
-from prhub.ground import ground_weekly
 from prhub.llm import LLM, schema_text
 from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count
 from prhub.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
-from prhub.text import PR_COUNT, sentences
+from prhub.text import NUMBER, PR_COUNT, sentences
 
 # A PR's share of the weekly prompt: the budget over the week's PRs, within these bounds. Below
 # LINE_MIN the week is written in groups; LINE_MAX keeps a small week's prompt near its cost.
@@ -272,3 +271,74 @@ def _once(n: WeeklyNarrative) -> WeeklyNarrative:
             "follow_ups": [t for t in n.follow_ups if first(t)],
         }
     )
+
+
+class _Tally:
+    """Counts what a grounding pass drops."""
+
+    def __init__(self) -> None:
+        self.dropped = 0
+
+
+def fact_counts(facts: WeeklyFacts) -> set[int]:
+    """Every PR count the week's facts hold: the only ones a narrative may state."""
+    sizes = [len(facts.key_prs), len(facts.untested), len(facts.reverts), len(facts.breaking)]
+    return {
+        facts.pr_count,
+        *sizes,
+        *facts.tags.values(),
+        *(len(a.prs) for a in [*facts.authors, *facts.first_time]),
+        *(len(h.prs) for h in [*facts.hot_files, *facts.hot_dirs]),
+    }
+
+
+def ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrative, int]:
+    """Removes citations of PRs not in the week and PR counts the facts do not hold.
+
+    Returns the narrative and how many citations and figures went.
+    """
+    week, figures = set(facts.prs), fact_counts(facts)
+    tally = _Tally()
+
+    def clean(text: str) -> str:
+        def keep(match: re.Match[str]) -> str:
+            if int(match.group(1)) in week:
+                return match.group(0)
+            tally.dropped += 1
+            return ""
+
+        def counted(match: re.Match[str]) -> str:
+            if int(match.group(1)) in figures:
+                return match.group(0)
+            tally.dropped += 1
+            return "多" + match.group(2).lstrip()  # a count no fact backs: say "several"
+
+        text = PR_COUNT.sub(counted, NUMBER.sub(keep, text))
+        return re.sub(r"[（(]\s*[）)]", "", text).strip()
+
+    tally.dropped += sum(k.number not in week for k in n.key_prs)
+    grounded = WeeklyNarrative(
+        lead=clean(n.lead),
+        summary=clean(n.summary),
+        highlights=[clean(x) for x in n.highlights],
+        key_changes=[clean(x) for x in n.key_changes],
+        trends=[
+            t.model_copy(
+                update={
+                    "theme": clean(t.theme),
+                    "prs": [p for p in t.prs if p in week],
+                    "judgement": clean(t.judgement),
+                }
+            )
+            for t in n.trends
+        ],
+        risks=[clean(x) for x in n.risks],
+        key_prs=[
+            k.model_copy(update={"topic": clean(k.topic), "note": clean(k.note)})
+            for k in n.key_prs
+            if k.number in week
+        ],
+        follow_ups=[clean(x) for x in n.follow_ups],
+    )
+    tally.dropped += sum(len(t.prs) - len([p for p in t.prs if p in week]) for t in n.trends)
+    return grounded, tally.dropped

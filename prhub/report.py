@@ -10,8 +10,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from prhub.fields import REPLY, Listed, Number, Numbers, Texts
 from prhub.model import PRDigest, Usage
-from prhub.reply import REPLY, Listed, Number, Numbers, Texts
 from prhub.text import NUMBER
 
 

@@ -393,7 +393,7 @@ def test_v4_lets_the_narrative_state_numbers_its_digests_state():
 
 
 def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the_facts():
-    from prhub.ground import ground_weekly
+    from prhub.narrate import ground_weekly
 
     facts = report().facts  # 6 PRs
     n = WeeklyNarrative(
