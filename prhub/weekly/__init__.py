@@ -1,0 +1,3 @@
+"""Stage weekly: the week's computed facts and the narrative around them.
+
+Owns analysis and narration; never writes files."""
