@@ -35,9 +35,9 @@ from bench.standins import KEY, TOKEN, standin  # noqa: E402
 from prhub import pipeline  # noqa: E402
 from prhub.config import ENV, Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
-from prhub.llm import LLM  # noqa: E402
+from prhub.github.source import GitHubSource  # noqa: E402
+from prhub.llm.llm import LLM  # noqa: E402
 from prhub.retry import RetryCounter  # noqa: E402
-from prhub.source import GitHubSource  # noqa: E402
 from tests.standins import GitHubStandIn, LLMStandIn  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "github"

@@ -16,14 +16,15 @@ from pathlib import Path
 from unittest import mock
 from zoneinfo import ZoneInfo
 
-from prhub import analyse, digest, narrate
 from prhub.config import Settings
-from prhub.digest import budgets, plan
-from prhub.llm import message_tokens
+from prhub.digest import digest
+from prhub.digest.digest import budgets, plan
+from prhub.github.source import pull_request_from_payload
+from prhub.llm.llm import message_tokens
 from prhub.model import PreparedPR, PullRequest
 from prhub.prepare import prepare
 from prhub.prepare.tokens import get_encoding
-from prhub.source import pull_request_from_payload
+from prhub.weekly import analyse, narrate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ no timestamps, so two runs diff line by line; timings have their own column. Usa
 Columns: files and lines changed; calls planned, made (usage.calls), HTTP requests sent and
 refused (status >= 400, e.g. a response_format the server does not take); 1st: valid without a
 corrective call (calls == planned); fix: corrective calls, of them rej: replies rejected by
-validation, chk: content checks failed; zh: Chinese title (prhub.checks.chinese); tlen: title
+validation, chk: content checks failed; zh: Chinese title (prhub.digest.checks.chinese); tlen: title
 length in 字 as checks.TITLE_RULE counts them; cite: code spans and paths cited that are in the
 PR, bad: paths cited that are not, drop: citations grounding dropped; ph: texts that hold an
 example placeholder, echo the wording of the example or of a corrective call, or say nothing;
@@ -41,14 +41,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import TOKEN, standin  # noqa: E402
-from prhub import checks, pipeline  # noqa: E402
+from prhub import pipeline  # noqa: E402
 from prhub.config import Settings, load_settings, shown_url  # noqa: E402
+from prhub.digest import checks  # noqa: E402
+from prhub.digest.ground import PATH, SPAN, pr_source  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.fields import PLACEHOLDERS  # noqa: E402
-from prhub.ground import PATH, SPAN, pr_source  # noqa: E402
-from prhub.llm import LLM  # noqa: E402
+from prhub.llm.llm import LLM  # noqa: E402
+from prhub.llm.reply import example  # noqa: E402
 from prhub.model import DigestContent, PRDigest, PullRequest, Usage  # noqa: E402
-from prhub.reply import example  # noqa: E402
 
 # An angle-bracketed note in Chinese, as the prompt's example reply writes its placeholders.
 _NOTE = re.compile(r"<[^<>\n]*[\u3400-\u9fff][^<>\n]*>")
@@ -93,8 +94,8 @@ class Row:
     calls: int | None = None
     requests: int | None = None
     refused: int | None = None
-    rejected: int = 0  # replies that failed validation (prhub.llm logs each)
-    rechecked: int = 0  # corrective calls for failed content checks (prhub.digest logs each)
+    rejected: int = 0  # replies that failed validation (prhub.llm.llm logs each)
+    rechecked: int = 0  # corrective calls for failed content checks (prhub.digest.digest logs each)
     title: str = ""
     original_title: str = ""
     chinese: bool | None = None

@@ -38,7 +38,7 @@ from prhub import pipeline  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.model import Usage  # noqa: E402
-from prhub.store import Store  # noqa: E402
+from prhub.store.store import Store  # noqa: E402
 from tests.standins.github import pr_of  # noqa: E402
 
 REPO = "verl-project/verl"

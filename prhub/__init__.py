@@ -7,7 +7,7 @@ if _typing.TYPE_CHECKING:
     from prhub.config import Settings, load_settings
     from prhub.errors import PrhubError
     from prhub.model import PRDigest, PullRequest
-    from prhub.report import WeeklyReport
+    from prhub.weekly.report import WeeklyReport
 
 __all__ = ["PRDigest", "PrhubError", "PullRequest", "Settings", "WeeklyReport", "load_settings"]
 __version__ = "0.1.0"
@@ -19,7 +19,7 @@ _HOMES = {
     "PrhubError": "prhub.errors",
     "PullRequest": "prhub.model",
     "Settings": "prhub.config",
-    "WeeklyReport": "prhub.report",
+    "WeeklyReport": "prhub.weekly.report",
     "load_settings": "prhub.config",
 }
 

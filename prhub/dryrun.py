@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prhub import digest, narrate
-from prhub.analyse import Window
-from prhub.keys import digest_key, narrative_key
+from prhub.digest import digest
 from prhub.model import PullRequest
-from prhub.report import DryRun, PlannedPR
+from prhub.store.keys import digest_key, narrative_key
+from prhub.weekly import narrate
+from prhub.weekly.analyse import Window
+from prhub.weekly.report import DryRun, PlannedPR
 
 if TYPE_CHECKING:
     from prhub.pipeline import Run

@@ -17,8 +17,8 @@ from prhub.errors import (
     PrhubError,
     StoreError,
 )
-from prhub.llm import ContextTooLong
-from prhub.report import FailedPR
+from prhub.llm.llm import ContextTooLong
+from prhub.weekly.report import FailedPR
 
 V = TypeVar("V")
 P = TypeVar("P")

@@ -219,7 +219,7 @@ class ChineseTitle(BaseModel):
     )
 
 
-# Why grounding removed a piece of a digest (prhub.ground).
+# Why grounding removed a piece of a digest (prhub.digest.ground).
 DropReason = Literal["unknown_path", "unknown_identifier", "mentioned_as_changed", "unknown_number"]
 
 
@@ -241,7 +241,7 @@ class DigestMeta(BaseModel):
     # stored before the list was recorded keep their count alone).
     dropped: list[Drop] = []
     dropped_citations: int = 0
-    # Content checks the published digest still fails after its corrective call (prhub.checks).
+    # Content checks the published digest still fails after its corrective call (digest.checks).
     failed_checks: list[str] = []
     cache_key: str = ""
     created_at: datetime

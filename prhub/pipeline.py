@@ -10,9 +10,9 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
-from prhub import analyse, digest, dryrun, narrate, retry
-from prhub.analyse import Window
+from prhub import dryrun, retry
 from prhub.config import Settings
+from prhub.digest import digest
 from prhub.errors import (
     GitHubAuthError,
     GitHubUnavailable,
@@ -22,23 +22,28 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.fanout import each, staged
-from prhub.keys import digest_key, narrative_key
-from prhub.llm import LLM
+from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
+from prhub.llm.llm import LLM
+from prhub.llm.prompt import listing as listing
 from prhub.model import PRDigest, PullRequest, Usage
-from prhub.modes import explicit_mode as explicit_mode
-from prhub.modes import forget_mode as forget_mode
-from prhub.modes import learned_mode as learned_mode
-from prhub.modes import runs as runs
-from prhub.output import fail_partly as fail_partly
-from prhub.output import publish_digest as publish_digest
-from prhub.output import publish_labels as publish_labels
-from prhub.output import publish_weekly as publish_weekly
-from prhub.output import write as write
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
-from prhub.prompt import listing as listing
-from prhub.report import (
+from prhub.publish.output import fail_partly as fail_partly
+from prhub.publish.output import publish_digest as publish_digest
+from prhub.publish.output import publish_labels as publish_labels
+from prhub.publish.output import publish_weekly as publish_weekly
+from prhub.publish.output import write as write
+from prhub.store.keys import digest_key, narrative_key
+from prhub.store.modes import explicit_mode as explicit_mode
+from prhub.store.modes import forget_mode as forget_mode
+from prhub.store.modes import learned_mode as learned_mode
+from prhub.store.modes import runs as runs
+from prhub.store.store import Store, StoredNarrative, holder_id
+from prhub.text import plural
+from prhub.weekly import analyse, narrate
+from prhub.weekly.analyse import Window
+from prhub.weekly.report import (
     DryRun,
     FailedPR,
     PlannedPR,
@@ -47,9 +52,6 @@ from prhub.report import (
     WeeklyMeta,
     WeeklyReport,
 )
-from prhub.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
-from prhub.store import Store, StoredNarrative, holder_id
-from prhub.text import plural
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
 T = TypeVar("T")

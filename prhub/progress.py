@@ -31,11 +31,11 @@ from prhub.config import (
 )
 from prhub.errors import set_secret
 from prhub.model import Usage
-from prhub.report import DryRun
 from prhub.text import plural
+from prhub.weekly.report import DryRun
 
 if TYPE_CHECKING:
-    from prhub.report import RunStats
+    from prhub.weekly.report import RunStats
 
 STAGES = {
     "fetch": "fetching PRs",

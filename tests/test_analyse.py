@@ -7,7 +7,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from prhub.analyse import last_complete_week, week_window, weekly_facts, window
 from prhub.errors import ConfigError
 from prhub.model import (
     Coverage,
@@ -18,7 +17,8 @@ from prhub.model import (
     PullRequest,
     Usage,
 )
-from prhub.report import AuthorCount, BreakingChange, HotPath, Revert, WeeklyFacts
+from prhub.weekly.analyse import last_complete_week, week_window, weekly_facts, window
+from prhub.weekly.report import AuthorCount, BreakingChange, HotPath, Revert, WeeklyFacts
 
 REPO = "verl-project/verl"
 SHANGHAI = ZoneInfo("Asia/Shanghai")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from prhub import checks
+from prhub.digest import checks
 from prhub.model import DigestContent, FileChange, PullRequest
 from prhub.prepare.facts import pr_facts
 
@@ -114,7 +114,7 @@ def test_the_correction_lists_each_problem_in_chinese() -> None:
 
 
 def test_a_discussion_line_copied_back_is_not_a_note() -> None:
-    from prhub.checks import copied_entry
+    from prhub.digest.checks import copied_entry
 
     assert copied_entry("[讨论] @lin-yue（CONTRIBUTOR）：Yes: an old checkpoint loads.")
     assert copied_entry("行内评论 booster/x.py:14] @hana（MEMBER）：A module constant")
@@ -126,7 +126,7 @@ def test_a_discussion_line_copied_back_is_not_a_note() -> None:
 
 
 def test_chinese_discussion_notes_in_the_prompts_own_shape_pass() -> None:
-    from prhub.checks import copied_entry, note_fails
+    from prhub.digest.checks import copied_entry, note_fails
 
     assert not note_fails("@alice（MEMBER）：建议把超时改为可配置，作者未采纳。")
     assert not note_fails("@wuxibin89 批准（APPROVED）")  # short, but what the prompt asks for
@@ -135,7 +135,7 @@ def test_chinese_discussion_notes_in_the_prompts_own_shape_pass() -> None:
 
 
 def test_one_length_rule_in_one_unit_stated_identically_everywhere() -> None:
-    from prhub.llm import load_prompt
+    from prhub.llm.llm import load_prompt
     from prhub.model import ChineseTitle
 
     rule = checks.TITLE_RULE

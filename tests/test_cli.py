@@ -18,8 +18,8 @@ from typer.testing import CliRunner, Result
 
 from prhub.cli import app
 from prhub.config import ENV
+from prhub.llm.reply import example
 from prhub.model import DigestContent
-from prhub.reply import example
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import embedded_example

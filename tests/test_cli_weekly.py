@@ -270,7 +270,7 @@ def test_config_file_precedence_and_masking(env, tmp_path):
 
 
 def test_config_shows_the_built_in_defaults(env, tmp_path):
-    from prhub.store import default_path
+    from prhub.store.store import default_path
     from prhub.tags import TAG_ALIASES
 
     out = prhub({**env, "PRHUB_STORE": None}, "config").stdout.splitlines()

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from prhub import render
 from prhub.config import Settings
-from prhub.digest import budgets, digest_pr
-from prhub.llm import LLM
+from prhub.digest.digest import budgets, digest_pr
+from prhub.digest.notes import note_limits
+from prhub.github.source import pull_request_from_payload
+from prhub.llm.llm import LLM
 from prhub.model import FileChange, PullRequest
-from prhub.notes import note_limits
 from prhub.prepare.redact import scrub
 from prhub.prepare.tokens import count
-from prhub.source import pull_request_from_payload
+from prhub.publish import render
 from tests.conftest import OPENAI_KEY
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text

@@ -6,8 +6,8 @@ from contextlib import closing
 from typing import Any
 
 from prhub.config import Settings
-from prhub.digest import digest_pr, plan
-from prhub.llm import LLM, message_tokens
+from prhub.digest.digest import digest_pr, plan
+from prhub.llm.llm import LLM, message_tokens
 from prhub.model import Comment, Review
 from prhub.prepare.discussion import budget, discussion
 from tests.conftest import OPENAI_KEY
@@ -117,7 +117,7 @@ def test_a_pr_without_discussion_gets_no_discussion_notes(llm: LLMStandIn) -> No
 def test_notes_that_copy_the_discussion_back_are_corrected_then_dropped(llm: LLMStandIn) -> None:
     import json
 
-    from prhub import render
+    from prhub.publish import render
     from tests.standins.llm import default_responder
 
     def copier(body: dict[str, Any]) -> str:
@@ -152,7 +152,7 @@ def test_notes_that_copy_the_discussion_back_are_corrected_then_dropped(llm: LLM
 
 def test_every_entry_the_prompt_shows_is_known_as_a_copy_when_handed_back() -> None:
     """The check reads entries by the format the discussion writes, not by a pattern of its own."""
-    from prhub import checks
+    from prhub.digest import checks
     from prhub.prepare import discussion as written
 
     comments = [

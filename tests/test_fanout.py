@@ -18,8 +18,8 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.fanout import each, staged, stops_run
-from prhub.llm import ContextTooLong
-from prhub.report import FailedPR
+from prhub.llm.llm import ContextTooLong
+from prhub.weekly.report import FailedPR
 
 
 def scripted(outcomes: dict[int, Exception | None], delay: float = 0.0):

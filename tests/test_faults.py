@@ -16,12 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from prhub import pipeline, retry
 from prhub.config import Settings
-from prhub.digest import plan
+from prhub.digest.digest import plan
 from prhub.errors import GitHubUnavailable, LLMInvalidReply, LLMRequestError, LLMUnavailable
-from prhub.llm import LLM, ContextTooLong, message_tokens
+from prhub.github.source import GitHubSource
+from prhub.llm.llm import LLM, ContextTooLong, message_tokens
 from prhub.model import FileChange, PullRequest
-from prhub.report import WeeklyReport
-from prhub.source import GitHubSource
+from prhub.weekly.report import WeeklyReport
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.github import Answer

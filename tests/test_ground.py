@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from prhub import render
 from prhub.config import Settings
-from prhub.digest import digest_pr
-from prhub.llm import LLM
+from prhub.digest.digest import digest_pr
+from prhub.llm.llm import LLM
 from prhub.model import DigestContent
+from prhub.publish import render
 from tests.conftest import OPENAI_KEY
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder
@@ -136,7 +136,7 @@ def content(**fields: Any) -> DigestContent:
 
 
 def test_a_path_from_the_body_or_a_comment_is_not_a_changed_file():
-    from prhub.ground import ground_digest
+    from prhub.digest.ground import ground_digest
 
     pr = mentioned_pr()
     c, dropped = ground_digest(
@@ -213,7 +213,7 @@ def test_an_obedient_model_told_by_an_outsider_cannot_show_a_mentioned_path_as_c
 
 
 def test_provenance_judges_paths_only_not_names_that_look_like_them():
-    from prhub.ground import ground_digest
+    from prhub.digest.ground import ground_digest
 
     pr = make_pr(
         [change("tests/test_utils.py"), change("pkg/a.py")],
@@ -327,7 +327,7 @@ GROUNDING = [
 
 @pytest.mark.parametrize(("text", "outcome", "shown"), GROUNDING, ids=[c[0] for c in GROUNDING])
 def test_grounding_keeps_claims_the_input_backs_and_drops_inventions(text, outcome, shown):
-    from prhub.ground import ground_digest
+    from prhub.digest.ground import ground_digest
 
     pr = named_pr()
     c, dropped = ground_digest(content(advice=f"首句留下。{text}。", risks=[text]), pr)
@@ -343,7 +343,7 @@ def test_grounding_keeps_claims_the_input_backs_and_drops_inventions(text, outco
 
 
 def test_an_unknown_number_goes_from_running_text_and_takes_its_item():
-    from prhub.ground import ground_digest
+    from prhub.digest.ground import ground_digest
 
     c, dropped = ground_digest(content(advice="与 #999 冲突。", risks=["与 #999 冲突"]), named_pr())
     assert (c.advice, c.risks) == ("与  冲突。", [])
@@ -410,7 +410,7 @@ def test_a_secret_in_what_grounding_drops_is_redacted_in_the_record(llm):
 
 
 def test_a_span_is_verified_whole_or_by_its_parts():
-    from prhub.ground import verified
+    from prhub.digest.ground import verified
 
     known = verified(named_pr())
     assert known("NCCLCheckpointEngine.__init__")

@@ -14,9 +14,9 @@ from urllib.parse import quote
 import pytest
 from markupsafe import escape
 
-from prhub import html, render
 from prhub.model import PRDigest
-from prhub.report import BreakingChange, FailedPR, Revert, WeeklyReport
+from prhub.publish import html, render
+from prhub.weekly.report import BreakingChange, FailedPR, Revert, WeeklyReport
 from tests.test_render import (
     INJECT,
     INJECTED,

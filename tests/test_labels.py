@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 
-from prhub import html, labels, render
-from prhub.labels import labels_markdown, view
+from prhub.publish import html, labels, render
+from prhub.publish.labels import labels_markdown, view
 from prhub.tags import tag_name
 from tests.test_render import (
     INJECT,

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from prhub import llm as llm_module
 from prhub import retry
 from prhub.config import Settings
 from prhub.errors import ConfigError, LLMRequestError, LLMUnavailable
-from prhub.llm import LLM, ContextTooLong, message_tokens
+from prhub.llm import llm as llm_module
+from prhub.llm.llm import LLM, ContextTooLong, message_tokens
 from prhub.model import ChunkNotes, DigestContent, Usage
 from prhub.prepare import tokens
-from prhub.report import WeeklyNarrative
+from prhub.weekly.report import WeeklyNarrative
 from tests.conftest import OPENAI_KEY
 from tests.standins import LLMStandIn
 from tests.standins.llm import prompt_text

@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from prhub import llm_http, retry
+from prhub import retry
 from prhub.cli import app
 from prhub.errors import LLMInvalidReply, LLMUnavailable
-from prhub.llm import LLM
+from prhub.llm import llm_http
+from prhub.llm.llm import LLM
+from prhub.llm.prompt import message_tokens
 from prhub.model import Usage
-from prhub.prompt import message_tokens
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.test_cli import assert_fails, make_env, summarize

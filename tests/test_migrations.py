@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from prhub.migrations import MIGRATIONS
+from prhub.store.migrations import MIGRATIONS
 
 
 def test_every_migration_applies_in_order_on_an_empty_database() -> None:

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from prhub import narrate
 from prhub.config import Settings
-from prhub.llm import LLM
+from prhub.llm.llm import LLM
 from prhub.model import PRDigest
-from prhub.narrate import (
+from prhub.prepare.tokens import count
+from prhub.weekly import narrate
+from prhub.weekly.narrate import (
     LINE_MAX,
     LINE_MIN,
     assemble,
@@ -23,8 +24,7 @@ from prhub.narrate import (
     restates,
     whole_lines,
 )
-from prhub.prepare.tokens import count
-from prhub.report import Trend, WeeklyNarrative, WeeklyReport, figures
+from prhub.weekly.report import Trend, WeeklyNarrative, WeeklyReport, figures
 from tests.conftest import FIXTURES, OPENAI_KEY
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
@@ -299,7 +299,7 @@ def test_the_summary_loses_only_the_sentences_that_restate_the_figures():
 
 
 def test_a_tie_for_the_most_prs_crowns_no_author():
-    from prhub.report import AuthorCount
+    from prhub.weekly.report import AuthorCount
 
     facts = report().facts
     tie = facts.model_copy(
@@ -371,7 +371,7 @@ def test_v4_data_uses_the_words_its_instructions_use():
 
 
 def test_a_prs_prompt_line_copied_into_the_narrative_reads_as_sentences() -> None:
-    from prhub.narrate import plain
+    from prhub.weekly.narrate import plain
 
     copied = (
         "#102 [algo, trainer] 增加 GRPO 组相对优势估计器 | 精读，重要性 9.0：主路径上的新算法。"
@@ -393,7 +393,7 @@ def test_v4_lets_the_narrative_state_numbers_its_digests_state():
 
 
 def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the_facts():
-    from prhub.narrate import ground_weekly
+    from prhub.weekly.narrate import ground_weekly
 
     facts = report().facts  # 6 PRs
     n = WeeklyNarrative(

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from prhub import html, output, render
 from prhub.errors import OutputError
 from prhub.model import PRDigest
-from prhub.report import WeeklyReport
+from prhub.publish import html, output, render
+from prhub.weekly.report import WeeklyReport
 from tests.conftest import FIXTURES
 
 TEXT = "# 周报\n\n第一行\n"

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from prhub import labels, pipeline, render
+from prhub import pipeline
 from prhub.config import Settings
 from prhub.model import DigestContent
+from prhub.publish import labels, render
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
@@ -321,7 +322,7 @@ def test_a_repositorys_tag_spellings_fold_everywhere(github, smart_llm, tmp_path
 
 
 def test_the_weekly_report_is_kept_in_the_store(github, smart_llm, tmp_path):
-    from prhub.store import Store
+    from prhub.store.store import Store
 
     config = settings(github, smart_llm, tmp_path)
     report = pipeline.weekly(config, year=2026, week=31)
@@ -428,7 +429,7 @@ def test_gitattributes_are_read_once_a_run_and_the_stored_copy_serves_when_githu
 ) -> None:
     from contextlib import closing
 
-    from prhub.store import Store
+    from prhub.store.store import Store
 
     with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN) as github:
         config = settings(github, llm, tmp_path, repo="acme/booster")

@@ -20,7 +20,7 @@ from prhub.progress import (
     run_summary,
     summary,
 )
-from prhub.report import DryRun, PlannedPR, RunStats
+from prhub.weekly.report import DryRun, PlannedPR, RunStats
 
 KNOWN = Settings(model="gpt-4o-mini")  # $0.15 in, $0.60 out per million tokens
 UNKNOWN = Settings(model="local-llama")
@@ -248,7 +248,7 @@ def test_describe_lists_every_setting_once_and_masks_secrets():
 
 def test_describe_shows_the_built_in_defaults():
     from prhub.prepare.noise import DATA_JSON_LINES
-    from prhub.store import default_path
+    from prhub.store.store import default_path
     from prhub.tags import TAG_ALIASES
 
     rows = {row.name: row for row in describe(Settings())}

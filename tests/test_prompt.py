@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from prhub.digest import NONE
+from prhub.digest.digest import NONE
 from prhub.errors import ConfigError
+from prhub.llm.prompt import load_prompt, untrusted, versions
 from prhub.model import Coverage, PreparedPR
-from prhub.prompt import load_prompt, untrusted, versions
 
 
 def prepared(body: str) -> PreparedPR:

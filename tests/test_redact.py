@@ -16,7 +16,7 @@ from prhub.config import Settings
 from prhub.model import Comment, FileChange, PullRequest
 from prhub.prepare import redact
 from prhub.prepare.redact import entropy, is_env_file, looks_random, scrub
-from prhub.store import Store
+from prhub.store.store import Store
 from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prhub import checks
+from prhub.digest import checks
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 

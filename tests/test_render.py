@@ -12,10 +12,10 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from prhub import render
 from prhub.model import PRDigest
-from prhub.report import AuthorCount, Revert, WeeklyReport
+from prhub.publish import render
 from prhub.tags import parse_title, tag_name
+from prhub.weekly.report import AuthorCount, Revert, WeeklyReport
 from tests.conftest import FIXTURES
 
 GOLDEN = FIXTURES / "golden"

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from prhub import model, report
+from prhub import model
 from prhub.errors import LLMInvalidReply
-from prhub.llm import LLM
+from prhub.llm.llm import LLM
+from prhub.llm.reply import ReplyError, candidates, example, read
 from prhub.model import ChunkNotes, DigestContent
-from prhub.reply import ReplyError, candidates, example, read
-from prhub.report import WeeklyNarrative
+from prhub.weekly import report
+from prhub.weekly.report import WeeklyNarrative
 from tests.standins import LLMStandIn
 from tests.test_llm import MESSAGES, VALID, MakeLLM, Rating, settings
 

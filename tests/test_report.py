@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prhub import render
-from prhub.report import (
+from prhub.publish import render
+from prhub.weekly.report import (
     AuthorCount,
     DryRun,
     PlannedPR,

@@ -23,8 +23,8 @@ from prhub.errors import (
     PRNotFound,
     RepoNotFound,
 )
+from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, references
 from prhub.retry import RetryCounter
-from prhub.source import GITHUB_IN_FLIGHT, GitHubSource, references
 from tests.conftest import FIXTURES, GITHUB_TOKEN
 from tests.standins import GitHubStandIn
 

@@ -14,8 +14,8 @@ import pytest
 
 from prhub import retry
 from prhub.errors import ConfigError, GitHubUnavailable, PRNotFound
+from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource
 from prhub.retry import RetryCounter
-from prhub.source import GITHUB_IN_FLIGHT, GitHubSource
 from tests.conftest import FIXTURES, GITHUB_TOKEN
 from tests.standins import GitHubStandIn
 from tests.test_source import REPO, closed_port_url, settings
@@ -579,7 +579,7 @@ def test_one_threads_request_never_leaves_as_anothers(
 def test_an_answer_over_the_size_limit_is_refused_naming_what_was_fetched(
     source: GitHubSource, github: GitHubStandIn, monkeypatch: pytest.MonkeyPatch, headers: Any
 ) -> None:
-    from prhub import source_http
+    from prhub.github import source_http
 
     monkeypatch.setattr(source_http, "MAX_ANSWER", 2**20)
     huge = json.dumps(pull_with(body="x" * 2 * 2**20)).encode()
@@ -592,7 +592,7 @@ def test_an_answer_over_the_size_limit_is_refused_naming_what_was_fetched(
 def test_an_answer_under_the_size_limit_is_read(
     source: GitHubSource, github: GitHubStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from prhub import source_http
+    from prhub.github import source_http
 
     monkeypatch.setattr(source_http, "MAX_ANSWER", 2**20)
     github.script(r"/pulls/101$", [(200, {}, pull_with(body="x" * 2**19))])

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from prhub.errors import GitHubUnavailable
-from prhub.source_payload import attributes_text, discussion, pull_request_from_payload
+from prhub.github.source_payload import attributes_text, discussion, pull_request_from_payload
 from tests.conftest import FIXTURES
 
 PULLS = FIXTURES / "github" / "acme" / "booster" / "pulls"

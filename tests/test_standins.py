@@ -26,7 +26,7 @@ from github import (
 )
 from pydantic import BaseModel, Field
 
-from prhub.llm import schema_text
+from prhub.llm.llm import schema_text
 from prhub.model import ChunkNotes, DigestContent
 from prhub.prepare import tokens
 from tests.standins import GitHubStandIn, LLMStandIn, schema_instance

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from prhub import store as store_module
 from prhub.cli import app
 from prhub.config import ENV
 from prhub.errors import StoreError
 from prhub.model import PullRequest
-from prhub.report import FailedPR
-from prhub.store import MIGRATIONS, Store
+from prhub.store import store as store_module
+from prhub.store.store import MIGRATIONS, Store
+from prhub.weekly.report import FailedPR
 from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
 
 
@@ -186,7 +186,7 @@ def test_a_stored_row_that_no_longer_validates_is_a_miss_and_says_so(
 def test_a_lease_is_held_until_released_or_its_holder_is_gone(tmp_path: Path) -> None:
     import socket
 
-    from prhub.store import holder_id
+    from prhub.store.store import holder_id
 
     with closing(Store(tmp_path / "prhub.db")) as store:
         me, other = holder_id(), holder_id()
@@ -206,7 +206,7 @@ def test_a_lease_is_held_until_released_or_its_holder_is_gone(tmp_path: Path) ->
 
 def test_a_narrative_keeps_what_it_cost_and_when_it_was_first_made(tmp_path: Path) -> None:
     from prhub.model import Usage
-    from prhub.report import WeeklyNarrative
+    from prhub.weekly.report import WeeklyNarrative
 
     first = WeeklyNarrative(lead="导语", summary="摘要")
     cost = Usage(calls=2, tokens_in=900, tokens_out=120)

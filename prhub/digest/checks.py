@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from prhub.ground import PATH, SPAN, verified
+from prhub.digest.ground import PATH, SPAN, verified
 from prhub.model import DigestContent, PullRequest
 from prhub.prepare.discussion import WHERE, WHO
 from prhub.prepare.facts import Facts

@@ -8,11 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from prhub import checks
 from prhub.config import Settings
+from prhub.digest import checks
+from prhub.digest.ground import ground_digest
+from prhub.digest.notes import NOTE_SHARES, note_limits, note_text, trim_notes
 from prhub.errors import ConfigError
-from prhub.ground import ground_digest
-from prhub.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
+from prhub.llm.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
 from prhub.model import (
     ChineseTitle,
     ChunkNotes,
@@ -25,7 +26,6 @@ from prhub.model import (
     PullRequest,
     Usage,
 )
-from prhub.notes import NOTE_SHARES, note_limits, note_text, trim_notes
 from prhub.prepare import TITLE_BUDGET, body_budget, prepare
 from prhub.prepare.core import pr_fields
 from prhub.prepare.discussion import Discussion, discussion

@@ -7,9 +7,9 @@ import keyword
 import re
 from collections.abc import Callable
 
+from prhub.github.source_payload import references
 from prhub.model import DigestContent, Drop, DropReason, PullRequest
 from prhub.prepare.redact import redact
-from prhub.source_payload import references
 from prhub.text import NUMBER, sentences
 
 SPAN = re.compile(r"`([^`\n]+)`")

@@ -24,10 +24,10 @@ from prhub.errors import (
     RepoNotFound,
     set_secret,
 )
+from prhub.github.source_http import IncompleteSearch, Overdue, guard, origin
+from prhub.github.source_payload import attributes_text, pull_request_from_payload
+from prhub.github.source_payload import references as references  # where users found it before
 from prhub.model import PullRequest
-from prhub.source_http import IncompleteSearch, Overdue, guard, origin
-from prhub.source_payload import attributes_text, pull_request_from_payload
-from prhub.source_payload import references as references  # where users found it before
 
 SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
 SMALLEST_WINDOW = timedelta(minutes=2)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from prhub import llm_http, retry
+from prhub import retry
 from prhub.config import Settings, shown_url
 from prhub.errors import (
     ConfigError,
@@ -22,10 +22,11 @@ from prhub.errors import (
     LLMUnavailable,
     set_secret,
 )
+from prhub.llm import llm_http
+from prhub.llm.prompt import Prompt, load_prompt, message_tokens, tasks, untrusted, versions
+from prhub.llm.reply import ReplyError, example_text, read, with_example
 from prhub.model import Usage
 from prhub.prepare.tokens import count
-from prhub.prompt import Prompt, load_prompt, message_tokens, tasks, untrusted, versions
-from prhub.reply import ReplyError, example_text, read, with_example
 
 __all__ = ["LLM", "MODES", "ContextTooLong", "schema_text"]
 __all__ += ["Prompt", "load_prompt", "message_tokens", "tasks", "untrusted", "versions"]

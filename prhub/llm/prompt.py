@@ -27,8 +27,8 @@ def untrusted(text: str) -> str:
 
 def default_prompt_dir() -> Path:
     """Prompts shipped in the wheel, else the source tree's prompts/ folder."""
-    packaged = Path(__file__).parent / "prompts"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[1] / "prompts"
+    packaged = Path(__file__).parents[1] / "prompts"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "prompts"
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from markupsafe import Markup, escape
 
-from prhub.labels import LabelsView
 from prhub.model import VERDICTS, PRDigest
-from prhub.render import (
+from prhub.publish.labels import LabelsView
+from prhub.publish.render import (
     CODE_SPAN,
     digest_footer,
     local_time,
@@ -26,7 +26,8 @@ from prhub.render import (
     weekly_footer,
     weekly_title,
 )
-from prhub.report import (
+from prhub.tags import tag_name
+from prhub.weekly.report import (
     WeeklyReport,
     author_highlight,
     author_line,
@@ -36,7 +37,6 @@ from prhub.report import (
     lead,
     risks,
 )
-from prhub.tags import tag_name
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from prhub.model import PRDigest
-from prhub.render import md, paragraphs, pr_link, weekly_title
-from prhub.report import WeeklyReport
+from prhub.publish.render import md, paragraphs, pr_link, weekly_title
 from prhub.tags import tag_name
+from prhub.weekly.report import WeeklyReport
 
 __all__ = ["LabelsView", "labels_json", "labels_markdown", "view"]
 

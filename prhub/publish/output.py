@@ -10,13 +10,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from prhub import html, labels, render
 from prhub.config import Settings
 from prhub.defaults import DEFAULTS
 from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
-from prhub.report import WeeklyReport
+from prhub.publish import html, labels, render
 from prhub.text import plural
+from prhub.weekly.report import WeeklyReport
 
 Format = Literal["markdown", "json", "html"]
 SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}

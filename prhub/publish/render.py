@@ -9,9 +9,9 @@ from collections import Counter
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from prhub.checks import LABELS
+from prhub.digest.checks import LABELS
 from prhub.model import PRDigest
-from prhub.report import (
+from prhub.weekly.report import (
     WeeklyFacts,
     WeeklyReport,
     author_highlight,

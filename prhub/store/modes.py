@@ -7,7 +7,7 @@ from contextlib import closing
 from typing import Any
 
 from prhub.config import Settings
-from prhub.store import Store, default_path
+from prhub.store.store import Store, default_path
 
 
 def explicit_mode(settings: Settings) -> bool:

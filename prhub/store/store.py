@@ -20,9 +20,9 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from prhub.errors import StoreError
-from prhub.migrations import MIGRATIONS
 from prhub.model import PRDigest, PullRequest, Usage
-from prhub.report import WeeklyNarrative, WeeklyReport
+from prhub.store.migrations import MIGRATIONS
+from prhub.weekly.report import WeeklyNarrative, WeeklyReport
 
 B = TypeVar("B", bound=BaseModel)
 log = logging.getLogger("prhub")

@@ -15,8 +15,8 @@ from prhub.errors import ConfigError
 from prhub.model import FileChange, PRDigest, PullRequest
 from prhub.prepare.diff import parse_hunks
 from prhub.prepare.facts import REVERT_COMMIT, revert_target
-from prhub.report import AuthorCount, BreakingChange, HotPath, Revert, WeeklyFacts
 from prhub.tags import KIND_TAGS, parse_title, tag_name
+from prhub.weekly.report import AuthorCount, BreakingChange, HotPath, Revert, WeeklyFacts
 
 __all__ = ["last_complete_week", "week_window", "weekly_facts", "window"]
 

@@ -8,13 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
 from prhub.config import Settings
-from prhub.digest import MARGIN, prompt
-from prhub.llm import LLM, schema_text
+from prhub.digest.digest import MARGIN, prompt
+from prhub.llm.llm import LLM, schema_text
 from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count
-from prhub.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
 from prhub.text import NUMBER, PR_COUNT, sentences
+from prhub.weekly.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
 
 # A PR's share of the weekly prompt: the budget over the week's PRs, within these bounds. Below
 # LINE_MIN the week is written in groups; LINE_MAX keeps a small week's prompt near its cost.
