@@ -23,9 +23,12 @@ def note_limits(budget: int) -> dict[str, int]:
 def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> tuple[ChunkNotes, bool]:
     """The notes within their share of the final prompt, and whether they had to be shortened.
 
-    Each field is held to its characters (note_limits), what is over cut at whole items and
-    whole sentences; notes denser than a token a character are then held to `budget` tokens.
+    Notes within `budget` tokens stay whole. Others have each field held to its characters
+    (note_limits), what is over cut at whole items and whole sentences; notes denser than a
+    token a character are then held to `budget` tokens.
     """
+    if count(note_text(note), settings.encoding) <= budget - NOTE_LABELS:
+        return note, False  # it fits its room in the final prompt: a field a little over stays
     limits = note_limits(budget)
     kept = _within(note, limits)
     used = count(note_text(kept), settings.encoding)
