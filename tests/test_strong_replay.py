@@ -141,3 +141,43 @@ def test_the_weekly_narrative_publishes_what_the_model_wrote(replayed):
         shown = [plain(x) for x in narrative[name]]
         assert [x for x in written[name] if plain(x) not in shown] == [], name
     assert plain(written["lead"]) == plain(narrative["lead"])
+
+
+def test_the_reduce_call_of_a_two_part_pr_reads_both_parts_notes_whole(corpus_dir, tmp_path):
+    record = json.loads((RECORDED.parent / "verl-7101-two-parts.json").read_text("utf-8"))
+    notes = {a["part"]: a["content"] for a in record["answers"] if a["kind"] == "notes"}
+    final = next(a["content"] for a in record["answers"] if a["kind"] == "digest")
+
+    def answer(body: dict[str, Any]) -> str:
+        part = re.search(r"这是第 (\d+) 段，共 (\d+) 段", body["messages"][-1]["content"])
+        return json.dumps(notes[int(part.group(1))] if part else final, ensure_ascii=False)
+
+    with (
+        GitHubStandIn(corpus_dir, token=GITHUB_TOKEN) as github,
+        LLMStandIn(api_key=OPENAI_KEY, responder=answer) as llm,
+    ):
+        env: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
+        env.update(
+            GITHUB_TOKEN=GITHUB_TOKEN,
+            OPENAI_API_KEY=OPENAI_KEY,
+            OPENAI_BASE_URL=llm.url,
+            GITHUB_API_URL=github.url,
+            PRHUB_STORE=str(tmp_path / "store.db"),
+            PRHUB_MODEL="strong-model",
+        )
+        args = ["summarize", "--repo", record["repo"], "--pr", str(record["pr"])]
+        args += ["--input-budget", str(record["input_budget"]), "--format", "json"]
+        result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "d.json")], env=env)
+        bodies = llm.bodies
+    assert result.exit_code == 0, result.stderr
+    reduce = bodies[-1]["messages"][-1]["content"]
+    assert len(bodies) == 3 and "\ufffd" not in "".join(str(b) for b in bodies)
+    for part, note in notes.items():
+        for item in [note["summary"], *note["key_files"], *note["identifiers"], *note["risks"]]:
+            assert item in reduce, (part, item)
+    assert reduce.index(notes[1]["summary"]) < reduce.index(notes[2]["summary"])
+    digest = json.loads((tmp_path / "d.json").read_text("utf-8"))
+    assert digest["meta"]["coverage"]["notes_shortened"] == 0
+    assert digest["content"]["title"] == final["title"] and digest["meta"]["failed_checks"] == []
+    for name in LISTS:
+        assert [plain(x) for x in digest["content"][name]] == [plain(x) for x in final[name]]
