@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
-# A sentence: up to and with its end marks (a line break ends one too), or the text's end.
-SENTENCE = re.compile(r"[^。！？；!?;\n]+(?:[。！？；!?;\n]+|$)|[。！？；!?;\n]+")
+# A sentence: up to and with its end marks (a line break ends one too), or the text's end. An
+# ASCII mark ends one only before a space or the end: `!=5.6.0` and `a;b` go on.
+SENTENCE = re.compile(
+    r"(?:[^。！？；!?;\n]|[!?;](?=\S))+(?:[。！？；\n]+|[!?;]+(?=\s|$)|$)|[。！？；\n]+|[!?;]+"
+)
 # "N 个 PR" and the like: a number of pull requests stated in prose.
 PR_COUNT = re.compile(r"(?<![\d.])(\d+)(\s*(?:个|项)?\s*(?:PR|pr|合并请求|拉取请求))")
 NUMBER = re.compile(r"#(\d+)")

@@ -311,6 +311,7 @@ GROUNDING = [
     ("RolloutWorker.flush_all_caches会清空缓存", "unknown_identifier", ""),
     ("新增magic_flag参数", "unknown_identifier", ""),
     ("NCCLCheckpointEngine的multi_sender默认开启", KEPT, ""),
+    ("按 weight_chunks 的大小切分", KEPT, ""),  # part of split_weight_chunks, in prose
     # nothing to verify: a glob, a command, a value, a plain word, a version; product names
     ("旧的 `latest-*` 目录不会被清理", UNMARKED, "旧的 latest-* 目录不会被清理"),
     ("升级后运行 `pip check`", UNMARKED, "升级后运行 pip check"),

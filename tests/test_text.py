@@ -13,6 +13,8 @@ from prhub.text import PR_COUNT, sentences
         ("没有句号", ["没有句号"]),
         ("", []),
         ("问？！然后", ["问？！", "然后"]),
+        ("要 `x>=5.5.3,!=5.6.0` 了。", ["要 `x>=5.5.3,!=5.6.0` 了。"]),
+        ("Done! Then more", ["Done!", " Then more"]),
     ],
 )
 def test_sentences_split_at_end_marks_and_give_the_text_back(text, expected):

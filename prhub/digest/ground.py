@@ -154,7 +154,8 @@ class _Shown:
         paths = PATH.findall(SPAN.sub(" ", text))
         if not all(map(self.verbatim, paths)):
             return "unknown_path"
-        if not all(self.has(*name) for name in bare_names(text)):
+        # Outside code marks a name may be a concept's: `old_log_prob` for `old_log_probs`.
+        if not all(self.has(name, True) for name, _ in bare_names(text)):
             return "unknown_identifier"
         if provenance and not MENTIONED.search(text) and any(map(self.mentioned, spans + paths)):
             return "mentioned_as_changed"
