@@ -273,7 +273,7 @@ class Run:
             return found, True
 
         def make() -> PRDigest:
-            made = digest.digest_pr(pr, self.settings, self._need(), key)
+            made = digest.digest_pr(pr, self.settings, self._need(), key, memo=self.store)
             self.store.save_digest(made)
             return made
 

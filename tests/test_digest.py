@@ -353,3 +353,62 @@ def test_a_secret_the_model_writes_is_redacted_before_it_is_kept(llm):
     shown = render.digest_markdown(made) + render.digest_json(made)
     assert token not in shown and "[REDACTED:github_token]" in made.content.risks[0]
     assert made.meta.redactions.get("github_token") == 1
+
+
+def test_a_token_a_model_echoes_in_chunk_notes_never_goes_back_into_the_reduce_call(llm):
+    token = "ghp_" + "Zq9Xw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed9Cb"
+    reduce: list[str] = []
+
+    def leaky(body: dict[str, Any]) -> str:
+        if re.search(r"这是第 (\d+) 段", prompt_text(body)) is None:
+            reduce.append(prompt_text(body))
+            return default_responder(body)
+        note = part_notes(1)
+        note["risks"] = [f"第一段把令牌 {token} 写进了配置。"]
+        return json.dumps(note, ensure_ascii=False)
+
+    llm.responder = leaky
+    config = settings(llm, input_budget=8_000)
+    client = LLM(config)
+    try:
+        made = digest_pr(synthetic(500), config, client)
+    finally:
+        client.close()
+    [final] = reduce
+    assert token not in final and "[REDACTED:github_token]" in final
+    assert made.meta.redactions.get("github_token", 0) >= 2  # one per part that echoed it
+
+
+class Memo:
+    """The store's chunk-notes methods, in memory."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, Any] = {}
+
+    def chunk_notes(self, key: str) -> Any:
+        return self.kept.get(key)
+
+    def save_chunk_notes(self, key: str, notes: Any, usage: Any) -> None:
+        self.kept[key] = (notes, usage)
+
+
+def test_chunk_notes_are_kept_so_a_rerun_after_a_failed_reduce_call_pays_only_for_it(llm):
+    def notes_then_fail(body: dict[str, Any]) -> str:
+        part = re.search(r"这是第 (\d+) 段", prompt_text(body))
+        return json.dumps(part_notes(int(part[1])), ensure_ascii=False) if part else "不是 JSON"
+
+    llm.responder = notes_then_fail
+    config, memo = settings(llm, input_budget=8_000), Memo()
+    client = LLM(config)
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - whichever error an unreadable reply gives
+            digest_pr(synthetic(500), config, client, memo=memo)
+        parts = len(memo.kept)
+        assert parts > 1
+        sent = len(llm.bodies)
+        llm.responder = default_responder
+        made = digest_pr(synthetic(500), config, client, memo=memo)
+    finally:
+        client.close()
+    assert len(llm.bodies) - sent == 1  # the reduce call alone: the notes came from the memo
+    assert made.meta.usage.calls >= parts + 1  # what made the digest, the kept notes included

@@ -258,3 +258,17 @@ def test_prs_kept_before_discussion_was_read_are_fetched_again(
         new.save_pull(pr, "2026-07-27T00:00:00Z")
     with closing(Store(path)) as reopened:
         assert reopened.pull("o/r", 1) is not None  # dropped once, not on every opening
+
+
+def test_chunk_notes_are_kept_by_their_request_key(tmp_path):
+    from prhub.model import ChunkNotes, Usage
+    from prhub.store.store import Store
+
+    store = Store(tmp_path / "s.db")
+    try:
+        assert store.chunk_notes("notes:a") is None
+        notes = ChunkNotes(summary="第一段改了采样器。", risks=["没有测试。"])
+        store.save_chunk_notes("notes:a", notes, Usage(calls=1, input_tokens=900))
+        assert store.chunk_notes("notes:a") == (notes, Usage(calls=1, input_tokens=900))
+    finally:
+        store.close()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from prhub.config import Settings
 from prhub.digest import checks
@@ -140,27 +142,47 @@ def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
     return len(calls) + 1, tokens
 
 
-def digest_pr(pr: PullRequest, settings: Settings, llm: LLM, key: str = "") -> PRDigest:
+class NotesMemo(Protocol):
+    """Where a big PR's chunk notes are kept between runs (the store)."""
+
+    def chunk_notes(self, key: str) -> tuple[ChunkNotes, Usage] | None: ...
+
+    def save_chunk_notes(self, key: str, notes: ChunkNotes, usage: Usage) -> None: ...
+
+
+def notes_key(messages: Messages, settings: Settings) -> str:
+    """A chunk request's notes key: the model and every word it is sent."""
+    text = json.dumps([settings.model, messages], ensure_ascii=False, sort_keys=True)
+    return "notes:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def digest_pr(
+    pr: PullRequest, settings: Settings, llm: LLM, key: str = "", memo: NotesMemo | None = None
+) -> PRDigest:
     """Digests a PR; re-planned once within a smaller budget if the endpoint says it overflows.
 
     `key` is the cache key the digest is stored under; it names the settings asked for, not
     the smaller budget a retry used, or the next run would not find it.
     """
     try:
-        digest = _digest_pr(pr, settings, llm)
+        digest = _digest_pr(pr, settings, llm, memo)
     except ContextTooLong as exc:
         smaller = exc.smaller_budget(settings.input_budget)
         if smaller is None:
             raise
         try:
-            digest = _digest_pr(pr, settings.model_copy(update={"input_budget": smaller}), llm)
+            smaller_settings = settings.model_copy(update={"input_budget": smaller})
+            digest = _digest_pr(pr, smaller_settings, llm, memo)
         except ConfigError:  # the context the endpoint reported cannot hold any digest prompt
             raise exc from None
     return digest.model_copy(update={"meta": digest.meta.model_copy(update={"cache_key": key})})
 
 
-def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
+def _digest_pr(
+    pr: PullRequest, settings: Settings, llm: LLM, memo: NotesMemo | None = None
+) -> PRDigest:
     """Prepares a PR within the token budget and asks the model for its digest."""
+    leaked: Counter[str] = Counter()  # secrets redacted in chunk notes
     digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
     prepared, calls = plan(pr, settings, llm.mode)
     talk = discussion(pr.discussion, settings)
@@ -170,8 +192,22 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         prompt_id = digest_prompt.id
     else:
         # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
+        def chunk(messages: Messages) -> tuple[ChunkNotes, Usage, dict[str, int]]:
+            key = notes_key(messages, settings)
+            if memo is not None and not settings.refresh and (found := memo.chunk_notes(key)):
+                return *found, {}
+            # A model may echo a secret-shaped string: redacted before it is kept or sent back.
+            made, used = llm.complete(messages, ChunkNotes)
+            made, secrets = scrub_reply(made)
+            if memo is not None:
+                memo.save_chunk_notes(key, made, used)
+            return made, used, secrets
+
         with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-            results = list(pool.map(lambda m: llm.complete(m, ChunkNotes), calls))
+            answered = list(pool.map(chunk, calls))
+        results = [(note, used) for note, used, _ in answered]
+        for *_, secrets in answered:
+            leaked.update(secrets)
         # pool.map gives the notes in part order, whichever answer came first.
         note_budget = budgets(pr, settings)[2]
         trimmed = [trim_notes(note, note_budget, settings) for note, _ in results]
@@ -200,7 +236,8 @@ def _digest_pr(pr: PullRequest, settings: Settings, llm: LLM) -> PRDigest:
         failed = [name for name in failed if name != "discussion_copied"]  # the copies went
     if title_prompt:
         prompt_id += f"+{title_prompt}"  # the published title came from the title prompt
-    content, leaked = scrub_reply(content)
+    content, found = scrub_reply(content)
+    leaked.update(found)
     usage += spent
     modules, kind, breaking, *_ = parse_title(pr.title)
     return PRDigest(

@@ -86,4 +86,13 @@ MIGRATIONS = [
     """
     ALTER TABLE narratives ADD COLUMN usage TEXT NOT NULL DEFAULT '{}';
     """,
+    # A big PR's chunk notes, by their request: an interrupted digest does not pay for them twice.
+    """
+    CREATE TABLE chunk_notes (
+        key TEXT PRIMARY KEY,
+        data TEXT NOT NULL,
+        usage TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    """,
 ]

@@ -20,7 +20,7 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from prhub.errors import StoreError
-from prhub.model import PRDigest, PullRequest, Usage
+from prhub.model import ChunkNotes, PRDigest, PullRequest, Usage
 from prhub.store.migrations import MIGRATIONS
 from prhub.weekly.report import WeeklyNarrative, WeeklyReport
 
@@ -116,6 +116,20 @@ class Store:
                     digest.model_dump_json(),
                     _now(),
                 ),
+            )
+
+    def chunk_notes(self, key: str) -> tuple[ChunkNotes, Usage] | None:
+        """A chunk's notes made before from the same request, with what they cost."""
+        with self._tx() as db:
+            row = db.execute("SELECT data, usage FROM chunk_notes WHERE key = ?", (key,)).fetchone()
+        notes = _load(ChunkNotes, row[0]) if row else None
+        return (notes, _load(Usage, row[1]) or Usage()) if notes is not None and row else None
+
+    def save_chunk_notes(self, key: str, notes: ChunkNotes, usage: Usage) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO chunk_notes VALUES (?, ?, ?, ?)",
+                (key, notes.model_dump_json(), usage.model_dump_json(), _now()),
             )
 
     def narrative(self, key: str) -> StoredNarrative | None:
