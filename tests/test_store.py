@@ -268,7 +268,7 @@ def test_chunk_notes_are_kept_by_their_request_key(tmp_path):
     try:
         assert store.chunk_notes("notes:a") is None
         notes = ChunkNotes(summary="第一段改了采样器。", risks=["没有测试。"])
-        store.save_chunk_notes("notes:a", notes, Usage(calls=1, input_tokens=900))
-        assert store.chunk_notes("notes:a") == (notes, Usage(calls=1, input_tokens=900))
+        store.save_chunk_notes("notes:a", notes, Usage(calls=1, tokens_in=900))
+        assert store.chunk_notes("notes:a") == (notes, Usage(calls=1, tokens_in=900))
     finally:
         store.close()
