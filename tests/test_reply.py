@@ -320,3 +320,13 @@ def test_every_item_read_as_none_is_logged(caplog: pytest.LogCaptureFixture) -> 
         )
     [record] = [r for r in caplog.records if "read as none" in r.getMessage()]
     assert "<无风险点> | 无" in record.getMessage()
+
+
+def test_a_text_opening_with_the_examples_clause_goes_on_after_it():
+    # The local 1.5B model began its advice with the example's own question.
+    reply = dict(DIGEST)
+    reply["advice"] = "值不值得读，因为这是一个微小的优化，对整体性能的影响较小。建议读 `a.py`。"
+    got = read(json.dumps(reply, ensure_ascii=False), DigestContent)
+    assert got.advice == "因为这是一个微小的优化，对整体性能的影响较小。建议读 `a.py`。"
+    reply["advice"] = "值得精读，因为它改了默认行为。"  # an answer, not the example's words
+    assert read(json.dumps(reply, ensure_ascii=False), DigestContent).advice == reply["advice"]

@@ -165,9 +165,19 @@ def example_notes(schema: type[BaseModel]) -> frozenset[str]:
 
 
 def _answered(value: Any, notes: frozenset[str], left: list[str]) -> Any:
-    """The reply without the list items that are none, at any depth; they go into `left`."""
+    """The reply without the list items that are none, at any depth; they go into `left`.
+    A text that opens with one of the example's clauses ("值不值得读，…") goes on after it."""
     if isinstance(value, dict):
         return {k: _answered(v, notes, left) for k, v in value.items()}
+    if isinstance(value, str) and not echo(value, notes):
+        head, mark, rest = _CLAUSE.split(value, maxsplit=1)[0], "", ""
+        fragments = {f for note in notes for f in re.split(r"[、/]", note) if len(f) >= 3}
+        if len(head) < len(value) and bare(head) in notes | fragments:
+            mark, rest = value[len(head)], value[len(head) + 1 :].strip()
+        if rest:
+            left.append(head + mark)
+            return rest
+        return value
     if not isinstance(value, list):
         return value
     kept = []
