@@ -220,7 +220,9 @@ class ChineseTitle(BaseModel):
 
 
 # Why grounding removed a piece of a digest (prhub.digest.ground).
-DropReason = Literal["unknown_path", "unknown_identifier", "mentioned_as_changed", "unknown_number"]
+DropReason = Literal[
+    "unknown_path", "unknown_identifier", "mentioned_as_changed", "unknown_number", "echoed_prompt"
+]
 
 
 class Drop(BaseModel):

@@ -179,3 +179,30 @@ def test_a_chinese_title_with_english_terms_passes_and_english_copied_back_fails
     assert checks.chinese("修复 trl 新版本下 value-head critic 导入崩溃")
     assert not checks.chinese("Fuse the generation prompt into the last group render")
     assert not checks.chinese("修复：fuse the generation prompt into the last group render")
+
+
+def test_sentences_and_items_that_repeat_the_prompt_are_dropped_and_recorded():
+    from prhub.digest.checks import unechoed
+    from prhub.model import DigestContent
+
+    # What the local 1.5B model wrote: the example's note and a corrective message handed back.
+    content = DigestContent(
+        title="修复 IPC 检查",
+        verdict="快速浏览",
+        minutes=5,
+        advice="值不值得读、读哪里、为什么，先结论，再理由。本 PR 在 `ipc_collect` 前检查 IPC。",
+        design_decisions=["标题必须用中文概括改动（标识符可以保留英文）。", "复用设备抽象判断 IPC"],
+        risks=[],
+        follow_ups=[],
+        importance=4,
+        importance_reason="局部修复。",
+        related_prs=[],
+    )
+    out, drops = unechoed(content)
+    assert out.advice == "本 PR 在 `ipc_collect` 前检查 IPC。"
+    assert out.design_decisions == ["复用设备抽象判断 IPC"]
+    assert [(d.field, d.reason) for d in drops] == [
+        ("design_decisions", "echoed_prompt"),
+        ("advice", "echoed_prompt"),
+    ]
+    assert unechoed(out) == (out, [])

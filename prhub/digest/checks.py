@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 
 from prhub.digest.ground import PATH, SPAN, verified
-from prhub.model import DigestContent, PullRequest
+from prhub.llm.reply import example
+from prhub.model import DigestContent, Drop, PullRequest
 from prhub.prepare.discussion import WHERE, WHO
 from prhub.prepare.facts import Facts
 from prhub.tags import parse_title
+from prhub.text import sentences
 
 TITLE_MAX = 40  # 字, as TITLE_RULE counts them; every reference title has 33 or fewer
 TITLE_FAR = 60  # 字: a title this long is a paragraph, worth a corrective call
@@ -163,3 +165,53 @@ def _cites(advice: str, pr: PullRequest) -> bool:
         return True
     names = {f.path.rsplit("/", 1)[-1] for f in pr.files}
     return any(name and name in advice for name in names)
+
+
+_ECHO_SPLIT = re.compile(r"[，。、：；,.:;（）()<>\s]+")
+
+
+def _echo_clauses() -> frozenset[str]:
+    """Clauses of five or more Chinese characters of the example's notes and of the corrective
+    messages: a reply that repeats one copied the prompt instead of answering it."""
+    example_notes = [s for s in _texts(example(DigestContent)) if s.startswith("<")]
+    return frozenset(
+        clause
+        for text in [*example_notes, *MESSAGES.values()]
+        for clause in _ECHO_SPLIT.split(text)
+        if len(_CJK.findall(clause)) >= 5
+    )
+
+
+def _texts(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [t for item in items for t in _texts(item)]
+
+
+def unechoed(content: DigestContent) -> tuple[DigestContent, list[Drop]]:
+    """The digest without the sentences and items that repeat the prompt's own instructions
+    (a small model hands back "值不值得读、读哪里、为什么，先结论…"), each recorded."""
+    clauses = _echo_clauses()
+    drops: list[Drop] = []
+
+    def echoes(text: str) -> bool:
+        return any(c in text for c in clauses)
+
+    def prose(field: str, text: str) -> str:
+        kept = []
+        for sentence in sentences(text):
+            if echoes(sentence):
+                drops.append(Drop(field=field, text=sentence.strip(), reason="echoed_prompt"))
+            else:
+                kept.append(sentence)
+        return "".join(kept).strip()
+
+    def items(field: str, values: list[str]) -> list[str]:
+        drops.extend(Drop(field=field, text=v, reason="echoed_prompt") for v in values if echoes(v))
+        return [v for v in values if not echoes(v)]
+
+    lists = ("design_decisions", "risks", "follow_ups", "discussion")
+    update: dict[str, object] = {f: items(f, getattr(content, f)) for f in lists}
+    update |= {f: prose(f, getattr(content, f)) for f in ("advice", "importance_reason")}
+    return (content.model_copy(update=update) if drops else content), drops

@@ -290,7 +290,7 @@ def checked_reply(
     """
     facts = pr_facts(pr)
     content, usage = llm.complete(messages, DigestContent)
-    content, dropped = ground_digest(content, pr)
+    content, dropped = _grounded(content, pr)
     failed = checks.failures(content, pr, facts)
     if not checks.needs_correction(failed):  # what a reader would not reject costs no call
         return content, _recorded(pr, dropped), failed, usage, None
@@ -307,7 +307,7 @@ def checked_reply(
         *head, last = messages
         told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
         again, more = llm.complete([*head, told], DigestContent)
-    again, again_dropped = ground_digest(again, pr)
+    again, again_dropped = _grounded(again, pr)
     if title_only:
         # The rest of the content is the first reply's, with what was dropped from it.
         again_dropped = [d for d in dropped if d.field != "title"] + [
@@ -330,6 +330,13 @@ def _recorded(pr: PullRequest, dropped: list[Drop]) -> list[Drop]:
     for d in dropped:
         log.info("#%d: grounding dropped from %s (%s): %s", pr.number, d.field, d.reason, d.text)
     return dropped
+
+
+def _grounded(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, list[Drop]]:
+    """The reply without the prompt's own words echoed back, then grounded in the PR."""
+    content, echoed = checks.unechoed(content)
+    content, dropped = ground_digest(content, pr)
+    return content, echoed + dropped
 
 
 def _title_messages(

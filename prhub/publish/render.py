@@ -46,6 +46,7 @@ DROP_REASONS = {
     "unknown_identifier": "输入中没有的标识符",
     "mentioned_as_changed": "把仅被提及的文件说成改动",
     "unknown_number": "输入中没有的编号",
+    "echoed_prompt": "照抄提示词",
 }
 
 
