@@ -14,13 +14,32 @@ from prhub.text import NUMBER, sentences
 
 SPAN = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
-FILE = re.compile(
-    r"[\w.-]+\.(?:py|pyi|md|rst|txt|ya?ml|toml|json|cfg|ini|sh|cc?|cpp|cu|h|hpp|go|rs|js|ts)"
+EXTENSIONS = (
+    r"py|pyi|ipynb|md|rst|txt|ya?ml|toml|json|cfg|ini|sh|cc?|cpp|cu|cuh|h|hpp|go|rs|js|ts"
+    r"|java|proto|cmake|mk|lock"
 )
-# Words that say a path was only mentioned, not changed.
+# Files named without an extension, or whose whole name is the convention.
+NAMES = (
+    r"Makefile|GNUmakefile|Dockerfile|Containerfile|Jenkinsfile|Gemfile|Rakefile|Procfile"
+    r"|Vagrantfile|Justfile|Pipfile|Snakefile|CMakeLists\.txt"
+)
+FILE = re.compile(rf"(?:{NAMES})(?:\.\w+)?|[\w.-]+\.(?:{EXTENSIONS})")
+# A file's bare name in prose (`setup.py`, `Makefile`): not a call, an attribute, or a path's tail.
+BARE = re.compile(rf"(?<![\w/.-])(?:{FILE.pattern})(?![\w/(-]|\.\w)")
+# Words that say a path was only mentioned or referred to, not changed.
 MENTIONED = re.compile(
-    r"提到|提及|描述中|描述里|描述称|据描述|作者称|评论中|讨论中|评审中|mention", re.IGNORECASE
+    r"提到|提及|描述中|描述里|描述称|据描述|作者称|评论中|讨论中|评审中|对照|参照|参考|参见"
+    r"|未修改|未改动|没有修改|没有改动|mention",
+    re.IGNORECASE,
 )
+# Outside these a commenter's word is no claim of the PR: their numbers are not related PRs.
+MAINTAINERS = ("OWNER", "MEMBER", "COLLABORATOR")
+# A verb whose object a title loses goes with it, and so does a connector left dangling.
+VERB = (
+    r"(?:删除|删去|移除|修改|修复|修正|重写|改写|更新|新增|添加|增加|重构|改动|调整|替换|实现"
+    r"|引入|拆分|合并)"
+)
+CONNECTOR = r"(?:并且|以及|并|和|与|及|、|，|,|；|;|:|：|/|&|\+|and)"
 # ASCII only: Chinese next to an identifier separates it, as a space would.
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*")
 # A name in code shape: dotted or qualified parts, as prose may hold one outside code marks.
@@ -59,6 +78,18 @@ def known_numbers(pr: PullRequest) -> set[int]:
     return {*pr.referenced_issues, *references(pr_source(pr)), pr.number}
 
 
+def claimed_numbers(pr: PullRequest) -> set[int]:
+    """Numbers the PR itself may be related to: all it knows but those only an outsider's
+    comment (no maintainer, not the PR's author) holds."""
+    outside = [
+        c.body for c in pr.discussion if c.association not in MAINTAINERS and c.author != pr.author
+    ]
+    inside = [c for c in pr.discussion if c.association in MAINTAINERS or c.author == pr.author]
+    own = "\n".join([pr.title, pr.body, *(c.body for c in inside), changed_source(pr)])
+    only_outside = set(references("\n".join(outside))) - set(references(own))
+    return known_numbers(pr) - (only_outside - set(pr.referenced_issues))
+
+
 def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
     """Whether a cited path is one the body or discussion names and the PR did not change:
     not a changed file (nor its name's tail at a folder boundary), nor in the diff's text."""
@@ -66,8 +97,10 @@ def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
     mentioned = {
         *PATH.findall(said),
         *(span.strip() for span in SPAN.findall(said) if FILE.fullmatch(span.strip())),
+        *BARE.findall(PATH.sub(" ", URL.sub(" ", said))),
         *(c.path for c in pr.discussion if c.path),
     }
+    mentioned |= {m.rsplit("/", 1)[-1] for m in mentioned}  # `plan.md` for `docs/plan.md`
     paths = {p for f in pr.files for p in (f.path, f.previous_path) if p}
     patches = "\n".join(f.patch or "" for f in pr.files)
 
@@ -118,6 +151,7 @@ class _Shown:
         self.text = pr_source(pr)
         self.words = set(WORD.findall(self.text))
         self.numbers = known_numbers(pr)
+        self.claimed = claimed_numbers(pr)
         self.mentioned = only_mentioned(pr)
 
     def has(self, token: str, glob: bool) -> bool:
@@ -151,7 +185,7 @@ class _Shown:
             verdict = self.span(span)
             if isinstance(verdict, str):
                 return verdict
-        paths = PATH.findall(SPAN.sub(" ", text))
+        paths = files(text)
         if not all(map(self.verbatim, paths)):
             return "unknown_path"
         # Outside code marks a name may be a concept's: `old_log_prob` for `old_log_probs`.
@@ -166,6 +200,12 @@ class _Shown:
         return SPAN.sub(lambda m: m.group(0) if self.span(m.group(1)) is True else m.group(1), text)
 
 
+def files(text: str) -> list[str]:
+    """The paths and bare file names a text names outside its code marks and links."""
+    text = URL.sub(" ", SPAN.sub(" ", text))
+    return [*PATH.findall(text), *BARE.findall(PATH.sub(" ", text))]
+
+
 def verified(pr: PullRequest) -> Callable[[str], bool]:
     """Whether a code span keeps its marks in a digest of `pr`: the input has it whole, or
     has every identifier-like part of it (`NCCLCheckpointEngine.__init__`)."""
@@ -173,15 +213,31 @@ def verified(pr: PullRequest) -> Callable[[str], bool]:
     return lambda span: shown.span(span) is True
 
 
+def mend(title: str, gone: str) -> str:
+    """A title without the citations `gone` marks: a verb or connector left without its
+    object goes too. Empty when what is left does not read as a title."""
+    title = re.sub(rf"{VERB}?\s*{gone}", gone, title)
+    title = re.sub(rf"\s*{CONNECTOR}?\s*{gone}\s*", gone, title)
+    title = re.sub(rf"{gone}+", " ", title)
+    edge = rf"(?:{CONNECTOR}|的|[\s.。!！?？-])+"
+    title = re.sub(rf"^{edge}|{edge}$", "", re.sub(r"  +", " ", title)).strip()
+    rest = re.sub(rf"{VERB}|{CONNECTOR}|的|[\s\W]", "", title)
+    if not rest or re.search(rf"{VERB}$", title):
+        return ""
+    return title
+
+
 def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, list[Drop]]:
     """Drops what the digest claims that its input never had, and records each drop.
 
-    A sentence of running text or a list item goes when it names a path or an identifier-like
-    token that is nowhere in the input, or shows a path the PR did not change (one its body or
-    discussion only mentions) as changed; follow-ups and discussion notes may name mentioned
-    paths. A code span that cannot be verified but names nothing (a command, a glob) only loses
-    its code marks. Unknown PR numbers go from running text, with their list item, or from the
-    related PRs; an unknown span goes from the title.
+    A sentence of running text or a list item goes when it names a path, a bare file name or
+    an identifier-like token that is nowhere in the input, or names a path the PR did not
+    change (one its body or discussion only mentions) without saying it is only mentioned.
+    A code span that cannot be verified but names nothing (a command, a glob) only loses its
+    code marks. Unknown PR numbers go from running text, with their list item; the related
+    PRs and the title keep only numbers the PR itself holds (not an outsider's comment alone).
+    The title loses what cannot stand, with a verb or connector left dangling; when nothing
+    that reads as a title is left, it is the PR's own (which the title checks then correct).
     """
     shown = _Shown(pr)
     drops: list[Drop] = []
@@ -196,14 +252,46 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
         return NUMBER.sub(number, text)
 
     def title(text: str) -> str:
+        said = MENTIONED.search(text) is not None
+        gone = "\0"  # where a citation was, until the title is mended around it
+
+        def drop(cited: str, reason: DropReason) -> str:
+            drops.append(Drop(field="title", text=cited, reason=reason))
+            return gone
+
         def span(match: re.Match[str]) -> str:
             verdict = shown.span(match.group(1))
             if isinstance(verdict, str):
-                drops.append(Drop(field="title", text=match.group(0), reason=verdict))
-                return ""
+                return drop(match.group(0), verdict)
+            if not said and shown.mentioned(match.group(1).strip()):
+                return drop(match.group(0), "mentioned_as_changed")
             return match.group(0) if verdict else match.group(1)
 
-        return re.sub(r"  +", " ", numbers("title", SPAN.sub(span, text))).strip()
+        def path(match: re.Match[str]) -> str:
+            cited = match.group(0)
+            if not shown.verbatim(cited):
+                return drop(cited, "unknown_path")
+            if not said and shown.mentioned(cited):
+                return drop(cited, "mentioned_as_changed")
+            return cited
+
+        def number(match: re.Match[str]) -> str:
+            if int(match.group(1)) in shown.claimed:
+                return match.group(0)
+            return drop(match.group(0), "unknown_number")
+
+        def outside_spans(text: str, pattern: re.Pattern[str], f: Callable[..., str]) -> str:
+            parts = re.split(r"(`[^`\n]+`)", text)
+            return "".join(p if i % 2 else pattern.sub(f, p) for i, p in enumerate(parts))
+
+        text = SPAN.sub(span, text)
+        text = outside_spans(text, PATH, path)
+        text = outside_spans(text, BARE, path)
+        text = outside_spans(text, NUMBER, number)
+        if gone not in text:
+            return re.sub(r"  +", " ", text).strip()
+        mended = mend(text, gone)
+        return mended if mended else pr.title.strip()
 
     def prose(field: str, text: str) -> str:
         kept = []
@@ -229,7 +317,7 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
     def related(values: list[int]) -> list[int]:
         kept = []
         for n in dict.fromkeys(values):
-            if n in shown.numbers - {pr.number}:
+            if n in shown.claimed - {pr.number}:
                 kept.append(n)
             else:
                 drops.append(Drop(field="related_prs", text=f"#{n}", reason="unknown_number"))
@@ -242,8 +330,8 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
             "importance_reason": prose("importance_reason", content.importance_reason),
             "design_decisions": items("design_decisions", content.design_decisions, True),
             "risks": items("risks", content.risks, True),
-            "follow_ups": items("follow_ups", content.follow_ups, False),
-            "discussion": items("discussion", content.discussion, False),
+            "follow_ups": items("follow_ups", content.follow_ups, True),
+            "discussion": items("discussion", content.discussion, True),
             "related_prs": related(content.related_prs),
         }
     )
