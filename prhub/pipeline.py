@@ -342,7 +342,7 @@ class Run:
                 stored, new = self._once(
                     key,
                     lambda: self.store.narrative(key),
-                    lambda: self._narrate(key, facts, ordered),
+                    lambda: self._narrate(key, facts, ordered, fetched),
                 )
                 usage += stored.usage if new else Usage()
                 kept = stored
@@ -373,11 +373,21 @@ class Run:
             self.store.save_report(report)
         return report
 
-    def _narrate(self, key: str, facts: WeeklyFacts, ordered: list[PRDigest]) -> StoredNarrative:
+    def _narrate(
+        self,
+        key: str,
+        facts: WeeklyFacts,
+        ordered: list[PRDigest],
+        fetched: dict[int, PullRequest],
+    ) -> StoredNarrative:
         """The week's narrative, written by the model and stored under `key`."""
         self.progress("narrate", 0, 1)
+        changed = {
+            n: {p for f in pr.files for p in (f.path, f.previous_path) if p}
+            for n, pr in fetched.items()
+        }
         narrative, call_usage, dropped = narrate.narrate(
-            facts, ordered, self.settings, self._need()
+            facts, ordered, self.settings, self._need(), changed
         )
         self.progress("narrate", 1, 1)
         return self.store.save_narrative(key, narrative, dropped, call_usage)

@@ -404,3 +404,28 @@ def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the
     assert out.summary == n.summary  # 6 and 4 are counts the facts hold
     assert out.risks == ["#102 的 多个 PR 拆分说明里提到 2 倍显存。"]  # no fact counts 3 PRs
     assert dropped == 1
+
+
+def test_a_sentence_that_credits_a_path_to_a_pr_that_did_not_change_it_goes():
+    from prhub.weekly.narrate import ground_weekly
+    from prhub.weekly.report import KeyPRNote
+
+    facts = report().facts  # 6 PRs, #101 and #102 among them
+    changed = {101: {"verl/trainer/main_ppo.py"}, 102: {"docs/README.md", "setup.py"}}
+    n = WeeklyNarrative(
+        lead="#102 删除了 main_ppo.py。#101 重写了 `verl/trainer/main_ppo.py`。",
+        summary="",
+        highlights=["#102 更新了 README.md", "#101 与 #102 改了 main_ppo.py 和 setup.py"],
+        risks=["#101 的 `Makefile` 没有测试", "main_ppo.py 没有测试"],
+        key_prs=[
+            KeyPRNote(number=102, topic="文档", note="改了 main_ppo.py"),
+            KeyPRNote(number=101, topic="训练", note="重写 main_ppo.py"),
+        ],
+    )
+    out, dropped = ground_weekly(n, facts, changed)
+    assert out.lead == "#101 重写了 `verl/trainer/main_ppo.py`。"
+    assert out.highlights == n.highlights  # a changed file's name, by the PRs that changed it
+    assert out.risks == ["main_ppo.py 没有测试"]  # it credits no PR
+    assert [k.note for k in out.key_prs] == ["", "重写 main_ppo.py"]
+    assert dropped == 3
+    assert ground_weekly(n, facts)[0].lead == n.lead  # without the changed files: as before

@@ -9,6 +9,7 @@ from itertools import groupby
 
 from prhub.config import Settings
 from prhub.digest.digest import MARGIN, prompt
+from prhub.digest.ground import SPAN, files
 from prhub.llm.llm import LLM, schema_text
 from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
@@ -76,9 +77,14 @@ def line_share(room: int, digests: int) -> int:
 
 
 def narrate(
-    facts: WeeklyFacts, digests: list[PRDigest], settings: Settings, llm: LLM
+    facts: WeeklyFacts,
+    digests: list[PRDigest],
+    settings: Settings,
+    llm: LLM,
+    changed: dict[int, set[str]] | None = None,
 ) -> tuple[WeeklyNarrative, Usage, int]:
     """The week's narrative, grounded in its facts; with its usage and the citations dropped.
+    `changed` holds each PR's changed paths, to judge what a sentence credits to a PR.
 
     One call when the week's digests fit the budget, else one per group and a final one.
     """
@@ -89,7 +95,7 @@ def narrate(
         narrative, usage = llm.complete(
             _messages(facts, lines, [], settings, llm.mode), WeeklyNarrative
         )
-        grounded, dropped = ground_weekly(narrative, facts)
+        grounded, dropped = ground_weekly(narrative, facts, changed)
         return assemble(scrub_reply(grounded)[0], facts), usage, dropped
 
     groups: list[list[str]] = [[]]
@@ -119,7 +125,7 @@ def narrate(
     narrative, final = llm.complete(
         _messages(facts, short, partials, settings, llm.mode), WeeklyNarrative
     )
-    grounded, dropped = ground_weekly(narrative, facts)
+    grounded, dropped = ground_weekly(narrative, facts, changed)
     return assemble(scrub_reply(grounded)[0], facts), usage + final, dropped
 
 
@@ -292,13 +298,50 @@ def fact_counts(facts: WeeklyFacts) -> set[int]:
     }
 
 
-def ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrative, int]:
-    """Removes citations of PRs not in the week and PR counts the facts do not hold.
+def credits_wrongly(text: str, changed: dict[int, set[str]], own: int | None = None) -> bool:
+    """Whether `text` cites PRs (or is the row of PR `own`) and a path none of them changed."""
+    cited = {int(n) for n in NUMBER.findall(text)} | ({own} if own is not None else set())
+    paths = [*files(text), *(s.strip() for s in SPAN.findall(text) if "/" in s or files(s))]
+    if not cited or not paths or not cited <= changed.keys():
+        return False
+    theirs = {p for n in cited for p in changed[n]}
+
+    def by_them(path: str) -> bool:
+        path = path.rstrip("/")
+        return any(
+            p == path
+            or p.endswith("/" + path)
+            or p.startswith(path + "/")
+            or p.rsplit("/", 1)[-1].startswith(path + ".")  # Dockerfile for docker/Dockerfile.ci
+            for p in theirs
+        )
+
+    return not all(map(by_them, paths))
+
+
+def ground_weekly(
+    n: WeeklyNarrative, facts: WeeklyFacts, changed: dict[int, set[str]] | None = None
+) -> tuple[WeeklyNarrative, int]:
+    """Removes citations of PRs not in the week and PR counts the facts do not hold; with
+    `changed` (each PR's changed paths), a sentence or item that credits a path to PRs that
+    did not change it goes whole.
 
     Returns the narrative and how many citations and figures went.
     """
     week, figures = set(facts.prs), fact_counts(facts)
     tally = _Tally()
+
+    def wrong(text: str, own: int | None = None) -> bool:
+        if changed is not None and credits_wrongly(text, changed, own):
+            tally.dropped += 1
+            return True
+        return False
+
+    def prose(text: str) -> str:
+        return "".join(s for s in sentences(text) if not wrong(s))
+
+    def items(values: list[str]) -> list[str]:
+        return [clean(x) for x in values if not wrong(x)]
 
     def clean(text: str) -> str:
         def keep(match: re.Match[str]) -> str:
@@ -318,27 +361,32 @@ def ground_weekly(n: WeeklyNarrative, facts: WeeklyFacts) -> tuple[WeeklyNarrati
 
     tally.dropped += sum(k.number not in week for k in n.key_prs)
     grounded = WeeklyNarrative(
-        lead=clean(n.lead),
-        summary=clean(n.summary),
-        highlights=[clean(x) for x in n.highlights],
-        key_changes=[clean(x) for x in n.key_changes],
+        lead=clean(prose(n.lead)),
+        summary=clean(prose(n.summary)),
+        highlights=items(n.highlights),
+        key_changes=items(n.key_changes),
         trends=[
             t.model_copy(
                 update={
                     "theme": clean(t.theme),
                     "prs": [p for p in t.prs if p in week],
-                    "judgement": clean(t.judgement),
+                    "judgement": clean(prose(t.judgement)),
                 }
             )
             for t in n.trends
         ],
-        risks=[clean(x) for x in n.risks],
+        risks=items(n.risks),
         key_prs=[
-            k.model_copy(update={"topic": clean(k.topic), "note": clean(k.note)})
+            k.model_copy(
+                update={
+                    "topic": clean(k.topic),
+                    "note": "" if wrong(k.note, k.number) else clean(k.note),
+                }
+            )
             for k in n.key_prs
             if k.number in week
         ],
-        follow_ups=[clean(x) for x in n.follow_ups],
+        follow_ups=items(n.follow_ups),
     )
     tally.dropped += sum(len(t.prs) - len([p for p in t.prs if p in week]) for t in n.trends)
     return grounded, tally.dropped
