@@ -48,7 +48,7 @@ from prhub.digest.ground import PATH, SPAN, pr_source  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.fields import PLACEHOLDERS  # noqa: E402
 from prhub.llm.llm import LLM  # noqa: E402
-from prhub.llm.reply import example  # noqa: E402
+from prhub.llm.reply import example, strings  # noqa: E402
 from prhub.model import DigestContent, PRDigest, PullRequest, Usage  # noqa: E402
 
 # An angle-bracketed note in Chinese, as the prompt's example reply writes its placeholders.
@@ -222,7 +222,7 @@ def placeholders(content: DigestContent) -> list[str]:
 def _echoes() -> frozenset[str]:
     """Clauses of five or more Chinese characters from the example reply's notes and from
     the corrective call's messages: a model that repeats one copied it."""
-    notes = [s.strip("<>") for s in _strings(example(DigestContent)) if s.startswith("<")]
+    notes = [s.strip("<>") for s in strings(example(DigestContent)) if s.startswith("<")]
     clauses = (
         c.strip()
         for text in [*notes, *checks.MESSAGES.values()]
@@ -233,13 +233,6 @@ def _echoes() -> frozenset[str]:
 
 def _lines(payload: dict[str, Any]) -> int:
     return int(payload.get("additions") or 0) + int(payload.get("deletions") or 0)
-
-
-def _strings(value: Any) -> set[str]:
-    if isinstance(value, str):
-        return {value}
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return set().union(*map(_strings, items))
 
 
 ECHOES = _echoes()

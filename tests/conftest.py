@@ -71,3 +71,20 @@ def corpus_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared corpus not found at {path}")
     return path
+
+
+def cli_env(github: GitHubStandIn, llm: LLMStandIn, store: Path, **extra: str) -> dict:
+    """The environment a CLI run against the stand-ins gets: every prhub variable cleared, then
+    the stand-ins, the fake credentials and `store`, then `extra`."""
+    from prhub.config import ENV
+
+    env: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
+    env.update(
+        GITHUB_TOKEN=GITHUB_TOKEN,
+        OPENAI_API_KEY=OPENAI_KEY,
+        OPENAI_BASE_URL=llm.url,
+        GITHUB_API_URL=github.url,
+        PRHUB_STORE=str(store),
+        **extra,
+    )
+    return env

@@ -13,9 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from prhub.cli import app
-from prhub.config import ENV
 from prhub.text import sentences
-from tests.conftest import GITHUB_TOKEN, OPENAI_KEY, ROOT
+from tests.conftest import GITHUB_TOKEN, OPENAI_KEY, ROOT, cli_env
 from tests.standins import GitHubStandIn, LLMStandIn
 
 RECORDED = ROOT / "tests" / "replies" / "strong" / "verl-2026-07-28.json"
@@ -63,15 +62,7 @@ def replayed(corpus_dir: Path, tmp_path: Path, monkeypatch) -> tuple[dict, dict,
         GitHubStandIn(corpus_dir, token=GITHUB_TOKEN) as github,
         LLMStandIn(api_key=OPENAI_KEY, responder=responder(recorded, asked)) as llm,
     ):
-        env: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
-        env.update(
-            GITHUB_TOKEN=GITHUB_TOKEN,
-            OPENAI_API_KEY=OPENAI_KEY,
-            OPENAI_BASE_URL=llm.url,
-            GITHUB_API_URL=github.url,
-            PRHUB_STORE=str(tmp_path / "store.db"),
-            PRHUB_MODEL="strong-model",
-        )
+        env = cli_env(github, llm, tmp_path / "store.db", PRHUB_MODEL="strong-model")
         args = ["weekly", "--repo", record["repo"], "--since", record["since"]]
         args += ["--until", record["until"], "--tz", record["tz"], "--format", "json"]
         result = CliRunner().invoke(app, [*args, "--out", "week.json"], env=env)
@@ -156,15 +147,7 @@ def test_the_reduce_call_of_a_two_part_pr_reads_both_parts_notes_whole(corpus_di
         GitHubStandIn(corpus_dir, token=GITHUB_TOKEN) as github,
         LLMStandIn(api_key=OPENAI_KEY, responder=answer) as llm,
     ):
-        env: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
-        env.update(
-            GITHUB_TOKEN=GITHUB_TOKEN,
-            OPENAI_API_KEY=OPENAI_KEY,
-            OPENAI_BASE_URL=llm.url,
-            GITHUB_API_URL=github.url,
-            PRHUB_STORE=str(tmp_path / "store.db"),
-            PRHUB_MODEL="strong-model",
-        )
+        env = cli_env(github, llm, tmp_path / "store.db", PRHUB_MODEL="strong-model")
         args = ["summarize", "--repo", record["repo"], "--pr", str(record["pr"])]
         args += ["--input-budget", str(record["input_budget"]), "--format", "json"]
         result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "d.json")], env=env)

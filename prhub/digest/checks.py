@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from prhub.digest.ground import PATH, SPAN, verified
-from prhub.llm.reply import example
+from prhub.llm.reply import example, strings
 from prhub.model import DigestContent, Drop, PullRequest
 from prhub.prepare.discussion import WHERE, WHO
 from prhub.prepare.facts import Facts
@@ -173,20 +173,13 @@ _ECHO_SPLIT = re.compile(r"[，。、：；,.:;（）()<>\s]+")
 def _echo_clauses() -> frozenset[str]:
     """Clauses of five or more Chinese characters of the example's notes and of the corrective
     messages: a reply that repeats one copied the prompt instead of answering it."""
-    example_notes = [s for s in _texts(example(DigestContent)) if s.startswith("<")]
+    example_notes = [s for s in strings(example(DigestContent)) if s.startswith("<")]
     return frozenset(
         clause
         for text in [*example_notes, *MESSAGES.values()]
         for clause in _ECHO_SPLIT.split(text)
         if len(_CJK.findall(clause)) >= 5
     )
-
-
-def _texts(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return [t for item in items for t in _texts(item)]
 
 
 def unechoed(content: DigestContent) -> tuple[DigestContent, list[Drop]]:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from prhub.config import Settings
 from prhub.digest import checks
 from prhub.digest.ground import ground_digest
-from prhub.digest.notes import NOTE_SHARES, note_limits, note_text, trim_notes
+from prhub.digest.notes import (
+    NOTE_SHARES,
+    NotesMemo,
+    note_limits,
+    note_text,
+    notes_key,
+    trim_notes,
+)
 from prhub.errors import ConfigError
 from prhub.llm.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
 from prhub.model import (
@@ -140,20 +145,6 @@ def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
     note_budget = budgets(pr, settings)[2]
     tokens += message_tokens(final, settings.encoding) + len(calls) * note_budget
     return len(calls) + 1, tokens
-
-
-class NotesMemo(Protocol):
-    """Where a big PR's chunk notes are kept between runs (the store)."""
-
-    def chunk_notes(self, key: str) -> tuple[ChunkNotes, Usage] | None: ...
-
-    def save_chunk_notes(self, key: str, notes: ChunkNotes, usage: Usage) -> None: ...
-
-
-def notes_key(messages: Messages, settings: Settings) -> str:
-    """A chunk request's notes key: the model and every word it is sent."""
-    text = json.dumps([settings.model, messages], ensure_ascii=False, sort_keys=True)
-    return "notes:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def digest_pr(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Protocol
+
 from prhub.config import Settings
-from prhub.model import ChunkNotes
+from prhub.model import ChunkNotes, Usage
 from prhub.prepare.tokens import count
 from prhub.text import sentences
 
@@ -80,3 +84,17 @@ def _sentences_within(text: str, limit: int, whole: bool = True) -> str:
 def note_text(note: ChunkNotes) -> str:
     """The notes' own text, without labels: what their limits count."""
     return "".join([note.summary, *note.key_files, *note.identifiers, *note.risks])
+
+
+class NotesMemo(Protocol):
+    """Where a big PR's chunk notes are kept between runs (the store)."""
+
+    def chunk_notes(self, key: str) -> tuple[ChunkNotes, Usage] | None: ...
+
+    def save_chunk_notes(self, key: str, notes: ChunkNotes, usage: Usage) -> None: ...
+
+
+def notes_key(messages: list[dict[str, str]], settings: Settings) -> str:
+    """A chunk request's notes key: the model and every word it is sent."""
+    text = json.dumps([settings.model, messages], ensure_ascii=False, sort_keys=True)
+    return "notes:" + hashlib.sha256(text.encode()).hexdigest()

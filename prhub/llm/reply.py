@@ -95,7 +95,7 @@ def read(reply: str, schema: type[M]) -> M:
             if closest is None or exc.error_count() < closest.error_count():
                 closest = exc
             continue
-        copied = {text for text in _strings(value) if echo(text, notes)}
+        copied = {text for text in strings(value) if echo(text, notes)}
         if copied:  # a small model may hand the example back instead of filling it in
             raise ReplyError(f"the example's placeholder was copied, not filled in: {min(copied)}")
         if left:
@@ -149,17 +149,17 @@ def _objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _strings(value: Any) -> set[str]:
+def strings(value: Any) -> set[str]:
     """Every text in a JSON value."""
     if isinstance(value, str):
         return {value}
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return set().union(*map(_strings, items))
+    return set().union(*map(strings, items))
 
 
 def example_notes(schema: type[BaseModel]) -> frozenset[str]:
     """The wording of the example's notes, whole and by clause: what an echo repeats."""
-    notes = {bare(s) for s in _strings(example(schema)) if s.startswith("<")}
+    notes = {bare(s) for s in strings(example(schema)) if s.startswith("<")}
     clauses = {c.strip() for note in notes for c in _CLAUSE.split(note)}
     return frozenset(n for n in notes | clauses if len(n) >= 3)
 
