@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
-from prhub.defaults import DEFAULTS
+from prhub.defaults import DEFAULTS, OPENAI_URL
 from prhub.defaults import ENV as ENV
 from prhub.errors import ConfigError
 from prhub.logmask import login
@@ -159,7 +159,7 @@ class Settings(BaseModel):
     @property
     def endpoint(self) -> str:
         """The LLM endpoint as the store remembers it: its URL without credentials."""
-        return shown_url(self.openai_base_url) or "https://api.openai.com/v1"
+        return shown_url(self.openai_base_url) or OPENAI_URL
 
     def prepare_key(self) -> str:
         """A short hash of the settings that change what the model is shown."""

@@ -27,6 +27,9 @@ ENV = {
     "prompt_dir": "PRHUB_PROMPT_DIR",
 }
 
+# Where the LLM is called when no base URL is set: the openai SDK's own default.
+OPENAI_URL = "https://api.openai.com/v1"
+
 # The defaults of the settings that are also command-line options (why each: `config.Settings`).
 DEFAULTS: dict[str, Any] = {
     "github_url": "https://api.github.com",

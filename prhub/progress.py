@@ -26,10 +26,11 @@ from prhub.config import (
     Settings,
     default_store,
     price,
-    shown_url,
     toml_key,
 )
+from prhub.defaults import OPENAI_URL
 from prhub.errors import set_secret
+from prhub.logmask import shown_url
 from prhub.model import Usage
 from prhub.text import plural
 from prhub.weekly.report import DryRun
@@ -286,7 +287,7 @@ def describe(settings: Settings, learned: tuple[str, str] | None = None) -> list
         if name in SECRETS:
             rows.append(row(name, value and _mask(value.get_secret_value())))
         elif name == "openai_base_url":
-            rows.append(row(name, shown_url(value) or "https://api.openai.com/v1"))
+            rows.append(row(name, shown_url(value) or OPENAI_URL))
         elif name == "github_url":
             rows.append(row(name, shown_url(value)))
         elif name == "response_mode" and learned:

@@ -16,15 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 GITHUB_TOKEN = "ghp_FAKEtoken0000000000000000000000000000"
 OPENAI_KEY = "sk-FAKEkey0000000000000000000000"
-# Settings read these; a developer's own values must not leak into tests.
-ENV_VARS = (
-    "GITHUB_TOKEN",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "PRHUB_MODEL",
-    "PRHUB_REPO",
-    "GITHUB_API_URL",
-)
+# prhub reads these; a developer's own values, or the CI runner's, must not leak into tests.
+ENV_VARS = ("GH_TOKEN", "PRHUB_CONFIG", "CI", "GITHUB_ACTIONS")
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +29,9 @@ def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch, _session_cache: Path) -> None:
     if not os.environ.get("PRHUB_CACHE_DIR"):
         monkeypatch.setenv("PRHUB_CACHE_DIR", str(_session_cache))
-    for name in ENV_VARS:
+    from prhub.config import ENV
+
+    for name in (*ENV.values(), *ENV_VARS):
         monkeypatch.delenv(name, raising=False)
 
 
