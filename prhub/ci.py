@@ -7,12 +7,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from prhub import __version__
 from prhub.errors import ConfigError, OutputError
 
 WORKFLOW = Path(".github") / "workflows" / "prhub-weekly.yml"
 # The workflow's pip requirement for prhub, as it appears there: a JSON string is valid YAML.
 # On the package index `prhub` is another project: `init_ci` writes where this one came from.
-INSTALL_PLACEHOLDER = "prhub==0.1.0"
+INSTALL_PLACEHOLDER = f"prhub=={__version__}"
 _ARCHIVES = (".whl", ".tar.gz", ".zip")
 
 

@@ -146,17 +146,18 @@ def summarize(
         settings = _settings({**options, "allow_unmerged": allow_unmerged})
         _warn(settings)
         from prhub import pipeline, progress
+        from prhub.publish import output
 
         if dry_run:
             with pipeline.Run(settings, "dry-run") as run:
                 plan = run.dry_run_pr(pr)
-            pipeline.write(progress.dry_run_text(plan, settings), out)
+            output.write(progress.dry_run_text(plan, settings), out)
             return
         run, done = pipeline.Run(settings, "summarize"), False
         try:
             with run:
                 digest = run.summarize(pr)
-            pipeline.publish_digest(digest, settings, chosen.value, out)
+            output.publish_digest(digest, settings, chosen.value, out)
             done = True
         finally:
             # A failed run still says what it paid for.
@@ -186,6 +187,7 @@ def weekly(
         settings = _settings(options)
         _warn(settings)
         from prhub import pipeline, progress
+        from prhub.publish import output
 
         if dry_run:
             w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
@@ -195,9 +197,9 @@ def weekly(
             ):
                 plan = run.dry_run_week(w)
             text = progress.dry_run_text(plan, settings)
-            pipeline.write(text, None if out in (None, "-") else Path(out))
+            output.write(text, None if out in (None, "-") else Path(out))
             return
-        _week("weekly", settings, options, lambda r: pipeline.publish_weekly(r, chosen.value, out))
+        _week("weekly", settings, options, lambda r: output.publish_weekly(r, chosen.value, out))
     except PrhubError as exc:
         _fail(exc)
 
@@ -217,13 +219,13 @@ def labels(
     try:
         settings = _settings(options)
         _warn(settings)
-        from prhub import pipeline
+        from prhub.publish import output
 
         _week(
             "labels",
             settings,
             options,
-            lambda r: pipeline.publish_labels(r, tag, settings, out, chosen.value),
+            lambda r: output.publish_labels(r, tag, settings, out, chosen.value),
         )
     except PrhubError as exc:
         _fail(exc)
@@ -234,6 +236,7 @@ def _week(
 ) -> None:
     """Runs a week's command, publishes its report, says where and what it cost."""
     from prhub import pipeline, progress
+    from prhub.publish import output
 
     started = time.monotonic()
     w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
@@ -251,7 +254,7 @@ def _week(
     finally:
         if done or run.stats.usage.calls:  # a failed run still says what it paid for
             display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
-    pipeline.fail_partly(report)
+    output.fail_partly(report)
 
 
 class ConfigFormat(StrEnum):
@@ -274,19 +277,20 @@ def show_config(
     **options: Any,
 ) -> None:
     """Print every effective setting and where it came from; secrets are masked."""
-    from prhub import pipeline, progress
+    from prhub import progress
+    from prhub.store import modes
 
     try:
         settings = _settings(options, runs=False)
         if forget_mode:
-            done = pipeline.forget_mode(settings)
+            done = modes.forget_mode(settings)
             what = "forgot the" if done else "no"
             typer.echo(
                 f"prhub: {what} response mode learned for {settings.model} at {settings.endpoint}",
                 err=True,
             )
             return
-        learned = None if pipeline.explicit_mode(settings) else pipeline.learned_mode(settings)
+        learned = None if modes.explicit_mode(settings) else modes.learned_mode(settings)
     except PrhubError as exc:
         _fail(exc)
     if fmt is ConfigFormat.json:
@@ -303,11 +307,12 @@ def runs(
     **options: Any,
 ) -> None:
     """List past runs from the store: command, PRs, LLM calls, tokens and estimated cost."""
-    from prhub import pipeline, progress
+    from prhub import progress
+    from prhub.store import modes
 
     try:
         settings = _settings(options, runs=False)
-        for line in progress.runs_text(pipeline.runs(settings, limit), settings):
+        for line in progress.runs_text(modes.runs(settings, limit), settings):
             typer.echo(line)
     except PrhubError as exc:
         _fail(exc)
@@ -317,7 +322,7 @@ def runs(
 @with_options({"prompt_dir": SHARED["prompt_dir"]})
 def prompts(**options: Any) -> None:
     """List the prompt templates and their versions; the latest is used."""
-    from prhub import pipeline
+    from prhub.llm import prompt
 
     try:
         folder = options["prompt_dir"]
@@ -325,7 +330,7 @@ def prompts(**options: Any) -> None:
             from prhub.errors import ConfigError
 
             raise ConfigError(f"prompt directory {folder} (flag --prompt-dir) is no directory")
-        for line in pipeline.listing(folder):
+        for line in prompt.listing(folder):
             typer.echo(line)
     except PrhubError as exc:
         _fail(exc)

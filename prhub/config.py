@@ -143,11 +143,9 @@ class Settings(BaseModel):
     @classmethod
     def _zone(cls, value: str) -> str:
         try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"unknown timezone {value!r}: use an IANA name like Asia/Shanghai"
-            ) from None
+            named_zone(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     def require_repo(self) -> str:
@@ -415,8 +413,11 @@ def default_store() -> Path:
     return Path(platformdirs.user_data_dir("prhub")) / "prhub.db"
 
 
-def version() -> str:
-    """The running prhub's version."""
-    from prhub import __version__
-
-    return __version__
+def named_zone(tz: str) -> ZoneInfo:
+    """The IANA timezone named `tz`."""
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"unknown timezone {tz!r}: use an IANA name such as Asia/Shanghai or UTC"
+        ) from None

@@ -69,13 +69,13 @@ def staged(
 
     Returns what was fetched, the results of the work, and the PRs that failed on their own
     (at either stage); raises what stops the run, after calling `stop`. `tick` gets the stage
-    ("fetch" or "work"), the PRs done in it and its total so far.
+    ("fetch" or "summarize"), the PRs done in it and its total so far.
     """
     fetched: dict[int, P] = {}
     results: dict[int, T] = {}
     failed: list[FailedPR] = []
-    lost = {"fetch": 0, "work": 0}  # PRs failed at each stage
-    down = {"fetch": 0, "work": 0}  # of those, PRs lost to a service that kept failing
+    lost = {"fetch": 0, "summarize": 0}  # PRs failed at each stage
+    down = {"fetch": 0, "summarize": 0}  # of those, PRs lost to a service that kept failing
     waiting: list[tuple[int, int]] = []  # (-size, number): a heap, biggest first
     fetchers = ThreadPoolExecutor(max_workers=fetch_jobs or jobs)
     workers = ThreadPoolExecutor(max_workers=jobs)
@@ -84,7 +84,7 @@ def staged(
     }
     tick("fetch", 0, len(inputs))
     if work is not None:
-        tick("work", 0, len(inputs))
+        tick("summarize", 0, len(inputs))
     try:
         while pending:
             for future in wait(pending, return_when=FIRST_COMPLETED).done:
@@ -104,12 +104,12 @@ def staged(
                         heapq.heappush(waiting, (-size(value), number))
                 if stage == "fetch":
                     tick("fetch", len(fetched) + lost["fetch"], len(inputs))
-                if work is not None and (stage == "work" or number not in fetched):
-                    tick("work", len(results) + lost["work"], len(inputs) - lost["fetch"])
-            running = sum(stage == "work" for stage, _ in pending.values())
+                if work is not None and (stage == "summarize" or number not in fetched):
+                    tick("summarize", len(results) + lost["summarize"], len(inputs) - lost["fetch"])
+            running = sum(stage == "summarize" for stage, _ in pending.values())
             while work is not None and waiting and running < jobs:
                 number = heapq.heappop(waiting)[1]
-                pending[workers.submit(work, number, fetched[number])] = ("work", number)
+                pending[workers.submit(work, number, fetched[number])] = ("summarize", number)
                 running += 1
     except Interrupted:
         # Start nothing more and do not wait for requests in flight: the process ends now.

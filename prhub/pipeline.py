@@ -24,21 +24,12 @@ from prhub.errors import (
 from prhub.fanout import each, staged
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
 from prhub.llm.llm import LLM
-from prhub.llm.prompt import listing as listing
 from prhub.model import PRDigest, PullRequest, Usage
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
-from prhub.publish.output import fail_partly as fail_partly
-from prhub.publish.output import publish_digest as publish_digest
-from prhub.publish.output import publish_labels as publish_labels
-from prhub.publish.output import publish_weekly as publish_weekly
-from prhub.publish.output import write as write
 from prhub.store.keys import digest_key, narrative_key
-from prhub.store.modes import explicit_mode as explicit_mode
-from prhub.store.modes import forget_mode as forget_mode
-from prhub.store.modes import learned_mode as learned_mode
-from prhub.store.modes import runs as runs
+from prhub.store.modes import explicit_mode
 from prhub.store.store import Store, StoredNarrative, holder_id
 from prhub.text import plural
 from prhub.weekly import analyse, narrate
@@ -58,7 +49,6 @@ T = TypeVar("T")
 log = logging.getLogger("prhub")
 LEASE_POLL = 1.0  # seconds between looks at a digest another run is making
 ATTRIBUTES_AGE = 86_400.0  # seconds a stored .gitattributes is used without asking GitHub
-_STAGES = {"fetch": "fetch", "work": "summarize"}  # progress stages of a week's run
 
 
 def window(settings: Settings, **when: Any) -> Window:
@@ -92,7 +82,7 @@ class Run:
         self._owned = ExitStack()
         self._run_id = 0
         # Stored by this run, and digests it found stored: what an interruption reports.
-        self._kept = {"fetched": 0, "digested": 0, "reused": 0}
+        self._tally = {"fetched": 0, "digested": 0, "reused": 0}
         self._holder = holder_id()
         self._attributes: str | None = None  # the repository's .gitattributes, once read
         self._attributes_lock = threading.Lock()
@@ -151,12 +141,12 @@ class Run:
                         self.settings.endpoint, self.settings.model, self.llm.mode
                     )
         if isinstance(exc, Interrupted):
-            kept = self._kept
+            tally = self._tally
             # The summary counts the PRs this run got a digest for, as the note does.
-            stats.prs, stats.cached = kept["digested"] + kept["reused"], kept["reused"]
+            stats.prs, stats.cached = tally["digested"] + tally["reused"], tally["reused"]
             exc.kept = (
-                f"{plural(kept['digested'], 'new digest')} and "
-                f"{plural(kept['fetched'], 'fetched PR')} are stored"
+                f"{plural(tally['digested'], 'new digest')} and "
+                f"{plural(tally['fetched'], 'fetched PR')} are stored"
             )
         fatal = [{"error": str(exc)}] if isinstance(exc, PrhubError) else []
         with self._owned, suppress(StoreError):  # a failing store must not hide what ended it
@@ -175,7 +165,7 @@ class Run:
                 model=self.settings.model,
             )
 
-    def _need(self) -> LLM:
+    def llm_client(self) -> LLM:
         """The LLM client, made at the first call that needs one: a run the store can serve
         whole needs no API key."""
         with self._llm_lock:
@@ -227,19 +217,19 @@ class Run:
         """A PR from the store when GitHub says it has not changed, else fetched and scrubbed;
         its files marked as the repository's .gitattributes says."""
         repo = self.repo()
-        kept = None if self.settings.refresh else self.store.pull(repo, number)
-        if kept and updated_at and same_time(kept[1], updated_at):
-            return with_attributes(kept[0], self.attributes())  # no request: nothing changed
+        stored = None if self.settings.refresh else self.store.pull(repo, number)
+        if stored and updated_at and same_time(stored[1], updated_at):
+            return with_attributes(stored[0], self.attributes())  # no request: nothing changed
         payload = self.source.pull_payload(repo, number)
         if (
-            kept
-            and same_time(kept[1], payload.get("updated_at"))
-            and kept[0].version == version(payload)
+            stored
+            and same_time(stored[1], payload.get("updated_at"))
+            and stored[0].version == version(payload)
         ):
-            return with_attributes(kept[0], self.attributes())
+            return with_attributes(stored[0], self.attributes())
         pr = scrub(self.source.pull(repo, number, payload))
         self.store.save_pull(pr, payload.get("updated_at") or "")
-        self._kept["fetched"] += 1
+        self._tally["fetched"] += 1
         return with_attributes(pr, self.attributes())
 
     def attributes(self) -> str:
@@ -255,10 +245,10 @@ class Run:
                     self._attributes = self.source.attributes(repo)
                     self.store.save_attributes(repo, self._attributes)
                 except (GitHubUnavailable, GitHubAuthError) as exc:
-                    kept = self.store.attributes(repo)
-                    if kept is None and isinstance(exc, GitHubUnavailable):
+                    old = self.store.attributes(repo)
+                    if old is None and isinstance(exc, GitHubUnavailable):
                         raise  # a token without Contents access (403) reads as none, for good
-                    self._attributes = kept or ""
+                    self._attributes = old or ""
                     log.warning("prhub: .gitattributes of %s not read (%s)", repo, exc)
             return self._attributes
 
@@ -269,16 +259,16 @@ class Run:
         """
         key = digest_key(pr, self.settings)
         if not self.settings.refresh and (found := self.store.digest(key)):
-            self._kept["reused"] += 1
+            self._tally["reused"] += 1
             return found, True
 
         def make() -> PRDigest:
-            made = digest.digest_pr(pr, self.settings, self._need(), key, memo=self.store)
+            made = digest.digest_pr(pr, self.settings, self.llm_client(), key, memo=self.store)
             self.store.save_digest(made)
             return made
 
         got, new = self._once(key, lambda: self.store.digest(key), make)
-        self._kept["digested" if new else "reused"] += 1
+        self._tally["digested" if new else "reused"] += 1
         return got, not new
 
     def _once(
@@ -325,7 +315,7 @@ class Run:
             lambda n, hit: self.load_pr(n, hit.get("updated_at")),
             lambda n, pr: self.cached_digest(pr),
             settings.jobs,
-            lambda stage, done, total: self.progress(_STAGES[stage], done, total),
+            self.progress,
             self._retries.stop,
             size=lambda pr: pr.additions + pr.deletions,
             fetch_jobs=min(settings.jobs, GITHUB_IN_FLIGHT),  # more threads would only wait
@@ -334,18 +324,18 @@ class Run:
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
         facts = self.facts(w, fetched, digests)
-        kept, ordered = None, list(digests.values())
+        saved, ordered = None, list(digests.values())
         if narrate_week and digests:
             key = narrative_key(facts, ordered, settings)
-            kept = None if settings.refresh else self.store.narrative(key)
-            if kept is None:  # under a lease, as digests: two runs at once pay for it once
-                stored, new = self._once(
+            saved = None if settings.refresh else self.store.narrative(key)
+            if saved is None:  # under a lease, as digests: two runs at once pay for it once
+                fresh, new = self._once(
                     key,
                     lambda: self.store.narrative(key),
                     lambda: self._narrate(key, facts, ordered, fetched),
                 )
-                usage += stored.usage if new else Usage()
-                kept = stored
+                usage += fresh.usage if new else Usage()
+                saved = fresh
         self.stats = RunStats(
             prs=len(digests) + len(failed),
             cached=cached,
@@ -356,16 +346,16 @@ class Run:
         )
         report = WeeklyReport(
             facts=facts,
-            narrative=kept.narrative if kept else None,
+            narrative=saved.narrative if saved else None,
             digests=ordered,
             failed=failed,
             meta=WeeklyMeta(  # of the content alone: the same content gives the same bytes
                 prompt=digest.prompt(settings, "weekly").id,
                 model=settings.model,
-                usage=sum((d.meta.usage for d in ordered), kept.usage if kept else Usage()),
-                dropped_citations=kept.dropped if kept else 0,
-                generated_at=kept.created_at
-                if kept
+                usage=sum((d.meta.usage for d in ordered), saved.usage if saved else Usage()),
+                dropped_citations=saved.dropped if saved else 0,
+                generated_at=saved.created_at
+                if saved
                 else max((d.meta.created_at for d in ordered), default=None),
             ),
         )
@@ -387,7 +377,7 @@ class Run:
             for n, pr in fetched.items()
         }
         narrative, call_usage, dropped = narrate.narrate(
-            facts, ordered, self.settings, self._need(), changed
+            facts, ordered, self.settings, self.llm_client(), changed
         )
         self.progress("narrate", 1, 1)
         return self.store.save_narrative(key, narrative, dropped, call_usage)

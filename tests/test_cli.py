@@ -367,7 +367,7 @@ def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandI
     assert len(llm.bodies) == 2
 
 
-def test_the_cli_imports_only_the_pipeline_and_its_own_helpers() -> None:
+def test_the_cli_runs_stages_through_the_pipeline_and_imports_names_where_defined() -> None:
     import ast
 
     import prhub.cli
@@ -383,7 +383,19 @@ def test_the_cli_imports_only_the_pipeline_and_its_own_helpers() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prhub.")
     }
+    stages = {
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prhub.")
+        for alias in node.names
+        if (node.module or "").split(".")[1] in ("publish", "store", "llm")
+    }
+    # Besides the pipeline, what runs no stage: writing, the store's modes and runs, the prompts.
+    assert stages == {"prhub.publish.output", "prhub.store.modes", "prhub.llm.prompt"}, stages
     allowed = {
+        "publish",
+        "store",
+        "llm",
         "pipeline",
         "progress",
         "config",
@@ -442,7 +454,10 @@ def test_version() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert (result.exit_code, result.stdout) == (0, f"prhub {__version__}\n")
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
-    assert f'\nversion = "{__version__}"\n' in pyproject  # one version, wherever it is read
+    assert 'dynamic = ["version"]' in pyproject  # read from prhub/__init__.py when built
+    from importlib.metadata import version
+
+    assert version("prhub") == __version__
 
 
 @pytest.mark.parametrize("command", ["summarize", "weekly", "labels", "config", "init-ci"])

@@ -270,11 +270,11 @@ def test_config_file_precedence_and_masking(env, tmp_path):
 
 
 def test_config_shows_the_built_in_defaults(env, tmp_path):
-    from prhub.store.store import default_path
+    from prhub.config import default_store
     from prhub.tags import TAG_ALIASES
 
     out = prhub({**env, "PRHUB_STORE": None}, "config").stdout.splitlines()
-    assert f'store = "{default_path()}"  # default' in out  # not null: the path in use
+    assert f'store = "{default_store()}"  # default' in out  # not null: the path in use
     assert (
         "config_file = null  # none found (--config, PRHUB_CONFIG, ./prhub.toml, "
         "./pyproject.toml [tool.prhub])" in out

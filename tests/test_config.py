@@ -218,7 +218,7 @@ def test_an_unknown_key_in_a_price_names_where_it_is(tmp_path):
         ),
         (
             {"PRHUB_TZ": "Mars/Base"},
-            "PRHUB_TZ: unknown timezone 'Mars/Base': use an IANA name like Asia/Shanghai",
+            "PRHUB_TZ: unknown timezone 'Mars/Base': use an IANA name such as Asia/Shanghai or UTC",
         ),
         (
             {"PRHUB_RESPONSE_MODE": "xml"},

@@ -278,7 +278,7 @@ def test_failures_of_either_stage_are_listed_and_ticks_count_both():
     assert failed == [FailedPR(number=2, error="#2 gone"), FailedPR(number=3, error="#3 bad")]
     assert ticks[0] == ("fetch", 0, 3)
     assert ("fetch", 3, 3) in ticks
-    assert ticks[-1] == ("work", 2, 2)  # the PR that failed to fetch is not waited for
+    assert ticks[-1] == ("summarize", 2, 2)  # the PR that failed to fetch is not waited for
 
 
 def test_an_llm_down_stops_the_run_although_every_fetch_succeeded():
@@ -298,6 +298,6 @@ def test_work_ticks_only_when_work_ends_or_its_total_shrinks():
     staged(
         {n: n for n in range(1, 5)}, fetch, lambda n, v: v, jobs=1, tick=lambda *t: ticks.append(t)
     )
-    work = [t for t in ticks if t[0] == "work"]
-    assert work[0] == ("work", 0, 4) and work[-1] == ("work", 3, 3)
+    work = [t for t in ticks if t[0] == "summarize"]
+    assert work[0] == ("summarize", 0, 4) and work[-1] == ("summarize", 3, 3)
     assert len(work) == 1 + 3 + 1  # the start, each PR worked on, the failed fetch

@@ -247,12 +247,12 @@ def test_describe_lists_every_setting_once_and_masks_secrets():
 
 
 def test_describe_shows_the_built_in_defaults():
+    from prhub.config import default_store
     from prhub.prepare.noise import DATA_JSON_LINES
-    from prhub.store.store import default_path
     from prhub.tags import TAG_ALIASES
 
     rows = {row.name: row for row in describe(Settings())}
-    assert rows["store"].value == str(default_path())  # the path the store really opens
+    assert rows["store"].value == str(default_store())  # the path the store really opens
     assert rows["openai_base_url"].value == "https://api.openai.com/v1"
     for spelling, tag in TAG_ALIASES.items():
         assert rows[f"tags.{spelling}"] == ("tags." + spelling, tag, "default")

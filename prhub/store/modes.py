@@ -6,8 +6,8 @@ from __future__ import annotations
 from contextlib import closing
 from typing import Any
 
-from prhub.config import Settings
-from prhub.store.store import Store, default_path
+from prhub.config import Settings, default_store
+from prhub.store.store import Store
 
 
 def explicit_mode(settings: Settings) -> bool:
@@ -17,7 +17,7 @@ def explicit_mode(settings: Settings) -> bool:
 
 def runs(settings: Settings, limit: int) -> list[dict[str, Any]]:
     """The store's latest run records, newest first; none when there is no store yet."""
-    if not (settings.store or default_path()).exists():
+    if not (settings.store or default_store()).exists():
         return []
     with closing(Store(settings.store)) as store:
         return store.runs(limit)
@@ -25,7 +25,7 @@ def runs(settings: Settings, limit: int) -> list[dict[str, Any]]:
 
 def learned_mode(settings: Settings) -> tuple[str, str] | None:
     """The response mode the store learned for the endpoint and model, and when."""
-    if not (settings.store or default_path()).exists():
+    if not (settings.store or default_store()).exists():
         return None  # showing settings must not create a store
     with closing(Store(settings.store)) as store:
         return store.endpoint_learned(settings.endpoint, settings.model)

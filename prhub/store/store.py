@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-import platformdirs
 from pydantic import BaseModel, ValidationError
 
+from prhub.config import default_store
 from prhub.errors import StoreError
 from prhub.model import ChunkNotes, PRDigest, PullRequest, Usage
 from prhub.store.migrations import MIGRATIONS
@@ -40,15 +40,11 @@ class StoredNarrative(NamedTuple):
     created_at: datetime
 
 
-def default_path() -> Path:
-    return Path(platformdirs.user_data_dir("prhub")) / "prhub.db"
-
-
 class Store:
     """One SQLite file; safe to share between the threads of one run."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or default_path()
+        self.path = path or default_store()
         self._lock = threading.Lock()
         if self.path.is_dir():
             raise StoreError(f"the store {self.path} is a directory: pass --store FILE")

@@ -8,9 +8,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from prhub import paths
+from prhub.config import named_zone
 from prhub.errors import ConfigError
 from prhub.model import FileChange, PRDigest, PullRequest
 from prhub.prepare.diff import parse_hunks
@@ -42,18 +43,9 @@ FLAG = re.compile(r"""["'](--[A-Za-z0-9][\w-]*)""")
 FLAG_DEFINER = re.compile(r"add_argument\(|add_option\(|\b[Oo]ption\(")
 
 
-def _zone(tz: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(
-            f"unknown timezone {tz!r}: use an IANA name such as Asia/Shanghai or UTC"
-        ) from None
-
-
 def week_window(year: int, week: int, tz: str) -> tuple[datetime, datetime]:
     """Monday 00:00 of ISO week `week` of `year` and the next Monday 00:00, both in `tz`."""
-    zone = _zone(tz)
+    zone = named_zone(tz)
     if not 1 <= year <= 9998:
         raise ConfigError(f"year {year} is out of range: give a year from 1 to 9998")
     # 28 December always falls in the last ISO week of its year.
@@ -71,7 +63,7 @@ def last_complete_week(now: datetime, tz: str) -> tuple[int, int]:
     """(ISO year, week) of the last week in `tz` that ended at or before `now`."""
     if now.tzinfo is None:
         raise ValueError("now must be a timezone-aware datetime")
-    today = now.astimezone(_zone(tz)).date()
+    today = now.astimezone(named_zone(tz)).date()
     iso = (today - timedelta(days=today.weekday() + 7)).isocalendar()
     return iso.year, iso.week
 
@@ -95,7 +87,7 @@ def window(
     now: datetime | None = None,
 ) -> Window:
     """The [start, end) window a weekly run covers, with its year and ISO week (None for dates)."""
-    zone = _zone(tz)
+    zone = named_zone(tz)
     now = now or datetime.now(UTC)
     if since or until:
         if week is not None:
