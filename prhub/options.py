@@ -97,7 +97,7 @@ def help_text(text: str, default: Any = None) -> str:
 
 
 # Options every digesting command takes, and those of the commands that cover a week. They are
-# written once here and added to each command's signature by `_with`.
+# written once here and added to each command's signature by `with_options`.
 def _opt(kind: Any, *flags: str, text: str, default: Any = None) -> tuple[Any, Any]:
     """One option's annotation and default; without a default the value may be None."""
     return Annotated[

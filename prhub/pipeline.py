@@ -1,4 +1,4 @@
-"""The only module that wires stages together: run lifecycle, one PR, one week, dry runs."""
+"""Wires the stages together for a run: its lifecycle, one PR, one week; dry runs go to dryrun."""
 
 from __future__ import annotations
 

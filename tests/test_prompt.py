@@ -164,3 +164,20 @@ def test_a_template_cannot_reach_the_environment(
     assert "subprocess" not in rendered and "Popen" not in rendered
     assert not (tmp_path / "PWNED").exists()
     assert p.version == "v99"
+
+
+def test_no_source_file_hides_an_invisible_character() -> None:
+    """Invisible characters are written as escapes, where a reader of the code can see them."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    hidden = re.compile("[\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+    files = [p for d in ("prhub", "prompts", "tests", "bench") for p in (root / d).rglob("*")]
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for path in files
+        if path.suffix in (".py", ".j2", ".md", ".html", ".css", ".js", ".toml", ".txt")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if hidden.search(line)
+    ]
+    assert found == []

@@ -15,14 +15,16 @@ from jinja2.sandbox import SandboxedEnvironment
 from prhub.errors import ConfigError
 from prhub.prepare.tokens import count
 
+ZERO_WIDTH_SPACE = "\u200b"
 _FENCES = re.compile(
     r"<(/?)(pr_title|pr_body|discussion|diff|notes|file_index|digests|facts)>", re.IGNORECASE
 )
 
 
 def untrusted(text: str) -> str:
-    """PR text with our fence tags defused, so it cannot close the fence it sits in."""
-    return _FENCES.sub(r"<\1\2​>", text or "")
+    """PR text with our fence tags defused, so it cannot close the fence it sits in: a zero-width
+    space goes before the closing bracket."""
+    return _FENCES.sub(lambda m: f"<{m[1]}{m[2]}{ZERO_WIDTH_SPACE}>", text or "")
 
 
 def default_prompt_dir() -> Path:
