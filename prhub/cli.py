@@ -73,7 +73,8 @@ def _main(
 def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
     """Settings from a command's options: those it has are flags, the rest come from elsewhere.
 
-    A command that `runs` without a repository given takes the one of `git remote` origin."""
+    A command that `runs` without a repository given takes the one of `git remote` origin, and
+    hears first what in its settings will cost the user (quiet or not)."""
     import logging
 
     from prhub import logmask
@@ -100,20 +101,17 @@ def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
     if settings.prompt_dir is not None and not settings.prompt_dir.is_dir():
         where = settings.sources.get("prompt_dir", "")
         raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")
+    if runs:
+        from prhub import progress
+
+        for line in progress.notices(settings):
+            typer.echo(f"prhub: {line}", err=True)
     return settings
 
 
 def _fail(exc: PrhubError) -> NoReturn:
     typer.echo(f"prhub: error: {exc}", err=True)
     raise typer.Exit(exc.exit_code)
-
-
-def _warn(settings: Settings) -> None:
-    """Says before a run what in its settings will cost the user (quiet or not)."""
-    from prhub import progress
-
-    for line in progress.notices(settings):
-        typer.echo(f"prhub: {line}", err=True)
 
 
 @app.command(cls=Command)
@@ -144,7 +142,6 @@ def summarize(
     chosen = out_format(fmt, out)
     try:
         settings = _settings({**options, "allow_unmerged": allow_unmerged})
-        _warn(settings)
         from prhub import pipeline, progress
         from prhub.publish import output
 
@@ -185,7 +182,6 @@ def weekly(
     chosen = out_format(fmt, out)
     try:
         settings = _settings(options)
-        _warn(settings)
         from prhub import pipeline, progress
         from prhub.publish import output
 
@@ -218,7 +214,6 @@ def labels(
     chosen = out_format(fmt, out)
     try:
         settings = _settings(options)
-        _warn(settings)
         from prhub.publish import output
 
         _week(
