@@ -83,7 +83,7 @@ def main(argv: list[str]) -> None:
         elapsed = best_of(3, lambda pr=pr: run(pr))
         total_prepare += elapsed
         out = run(pr)
-        sizes = [message_tokens(m, settings.encoding) for m in plan(pr, settings)[1]]
+        sizes = [message_tokens(m, settings.encoding) for m in plan(pr, settings).calls]
         largest = max(largest, *sizes)
         calls = 1 if len(out.chunks) == 1 else len(out.chunks) + 1
         one_call += calls == 1
@@ -121,10 +121,10 @@ def week_figures(prs: list[PullRequest], settings: Settings, compact: bool) -> t
     # digest.plan has no switch of its own: the bench hands it prepare() with `compact` set.
     with mock.patch.object(digest, "prepare", partial(prepare, compact=compact)):
         for pr in prs:
-            tokens += digest.planned_tokens(pr, settings)[1]
-            prepared, _ = plan(pr, settings)
-            seen += prepared.coverage.lines_seen
-            total += prepared.coverage.lines_total
+            planned = plan(pr, settings)
+            tokens += planned.planned_tokens()[1]
+            seen += planned.prepared.coverage.lines_seen
+            total += planned.prepared.coverage.lines_total
     year, week = week_of(prs[0], settings.tz)
     start, end = analyse.week_window(year, week, settings.tz)
     facts = analyse.weekly_facts(

@@ -20,7 +20,7 @@ def planned(run: Run, pr: PullRequest) -> PlannedPR:
     key = digest_key(pr, run.settings)
     if not run.settings.refresh and run.store.digest(key):
         return PlannedPR(number=pr.number, cached=True, calls=0, tokens_in=0)
-    calls, tokens = digest.planned_tokens(pr, run.settings)
+    calls, tokens = digest.plan(pr, run.settings).planned_tokens()
     return PlannedPR(number=pr.number, cached=False, calls=calls, tokens_in=tokens)
 
 

@@ -134,6 +134,21 @@ def test_chinese_discussion_notes_in_the_prompts_own_shape_pass() -> None:
     assert note_fails("Copilot suggested a test for odd lengths.")
 
 
+def test_published_notes_are_those_on_a_discussion_shown_that_copy_none_of_it() -> None:
+    copied = "[讨论] @lead（MEMBER）：Please add a test."
+    own = "@lead 要求补一个单元测试，作者承诺在后续 PR 处理。"
+    english = "Copilot suggested a test for odd lengths."
+    reply = content(discussion=[copied, own])
+    failed = checks.failures(reply, pr(), pr_facts(pr()))
+    assert failed == ["discussion_copied"]  # the reply as written is asked once more
+    kept, still = checks.published(reply, failed, discussed=True)
+    assert (kept.discussion, still) == ([own], [])  # the copy went, and the failure with it
+    kept, still = checks.published(content(discussion=[copied, english]), failed, True)
+    assert (kept.discussion, still) == ([english], ["discussion_copied"])
+    kept, still = checks.published(content(discussion=[own]), [], discussed=False)
+    assert (kept.discussion, still) == ([], [])  # no discussion shown: no notes on one
+
+
 def test_one_length_rule_in_one_unit_stated_identically_everywhere() -> None:
     from prhub.llm.llm import load_prompt
     from prhub.model import ChineseTitle

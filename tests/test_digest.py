@@ -7,11 +7,13 @@ import re
 import threading
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from prhub.config import Settings
-from prhub.digest.digest import budgets, digest_pr
+from prhub.digest import digest
+from prhub.digest.digest import budgets, digest_pr, plan
 from prhub.digest.notes import note_limits
 from prhub.github.source import pull_request_from_payload
 from prhub.llm.llm import LLM
@@ -140,6 +142,22 @@ def test_an_injected_body_stays_data(llm):
     user = body["messages"][1]["content"]
     assert user.count("</pr_body>") == 1  # only the real fence closes the body
     assert "Ignore previous instructions" in user.split("</pr_body>")[0]
+
+
+@pytest.mark.parametrize("pr", [make_pr([change("pkg/a.py")]), synthetic(500)], ids=["one", "map"])
+def test_a_digest_is_planned_once(llm, pr):
+    config = settings(llm, input_budget=8_000)
+    with (
+        mock.patch.object(digest, "budgets", wraps=digest.budgets) as budgeted,
+        mock.patch.object(digest, "discussion", wraps=digest.discussion) as discussed,
+        mock.patch.object(digest, "prepare", wraps=digest.prepare) as prepared,
+    ):
+        bodies = digest_through(llm, pr, config)
+        assert (budgeted.call_count, discussed.call_count, prepared.call_count) == (1, 1, 1)
+        planned = plan(pr, config)
+        assert planned.map_reduce == (len(bodies) > 1)
+        assert planned.planned_tokens()[0] == len(bodies)  # a dry run plans the same calls
+        assert (budgeted.call_count, discussed.call_count, prepared.call_count) == (2, 2, 2)
 
 
 def test_budget_too_small_is_a_config_error(llm):

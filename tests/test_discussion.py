@@ -94,8 +94,7 @@ def test_the_digest_prompt_fences_the_discussion_and_names_the_approvers() -> No
             ],
         }
     )
-    _, calls = plan(pr, Settings())
-    user = calls[0][1]["content"]
+    user = plan(pr, Settings()).calls[0][1]["content"]
     assert user.count("<discussion>") == 1 and user.count("</discussion>") == 1
     assert "Will fix the timeout in a follow-up PR." in user
     assert "批准：@lead" in user

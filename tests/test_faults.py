@@ -366,7 +366,7 @@ def test_a_digest_refused_for_context_length_is_replanned_smaller_once(tmp_path:
         with closing(LLM(config)) as client, pipeline.Run(config, "summarize", llm=client) as run:
             digest, cached = run.cached_digest(pr)
             sent = [message_tokens(b["messages"], "o200k_base") for b in small.bodies]
-            assert len(plan(pr, config)[1]) == 1 and sent[0] > 12_000  # refused
+            assert len(plan(pr, config).calls) == 1 and sent[0] > 12_000  # refused
             assert not cached and len(sent) > 1  # re-planned, in several calls, and answered
             assert all(n <= 12_000 - 1_000 for n in sent[1:])
             # Stored under the key of the settings asked for, so a rerun finds it.

@@ -143,6 +143,21 @@ def copied_entry(note: str) -> bool:
     return labelled is not None and not chinese(note[labelled.end() :], least=2)
 
 
+def published(
+    content: DigestContent, failed: list[str], discussed: bool
+) -> tuple[DigestContent, list[str]]:
+    """The digest with the discussion notes it may publish, and the checks it still fails.
+
+    Notes on a discussion the model was not shown (`discussed` false), or that copy its lines
+    back, are not notes: they go, and with them the failure they alone caused (the reply that
+    held them was asked once more already). A note in English stays and keeps it failing.
+    """
+    kept = [note for note in content.discussion if discussed and not copied_entry(note)]
+    if not any(map(note_fails, kept)):
+        failed = [name for name in failed if name != "discussion_copied"]
+    return content.model_copy(update={"discussion": kept}), failed
+
+
 def correction(failed: list[str]) -> str:
     """What the corrective call tells the model."""
     lines = "\n".join(f"- {MESSAGES[name]}" for name in failed)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from prhub.config import Settings
 from prhub.digest import checks
@@ -57,9 +58,17 @@ def prompt(settings: Settings, task: str) -> Prompt:
     return load_prompt(task, prompt_dir=settings.prompt_dir)
 
 
-def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int, int]:
+class Budgets(NamedTuple):
+    """Tokens one PR's digest plans with."""
+
+    chunk: int  # one call's diff chunk
+    file_index: int  # the final call's file index
+    note: int  # each chunk's notes in the final call
+
+
+def budgets(pr: PullRequest, settings: Settings, talk: Discussion | None = None) -> Budgets:
     """Tokens left for one call's diff chunk, for the final call's file index, and for each
-    chunk's notes in it.
+    chunk's notes in it; `talk` is the discussion the prompt shows (made when not given).
 
     The instructions are counted with the example reply JSON modes show, the largest they can be:
     an endpoint may move a run to such a mode after its prompts were planned.
@@ -69,7 +78,9 @@ def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int, int]:
         schema_text("json_object", DigestContent),
         schema_text("json_object", ChunkNotes),
     )
-    stub, talk = _stub(pr), discussion(pr.discussion, settings)
+    stub = _stub(pr)
+    if talk is None:
+        talk = discussion(pr.discussion, settings)
     fixed = max(
         _tokens(digest_prompt, settings, stub, talk, diff="", notes=[], index="", schema=schema),
         _tokens(
@@ -95,56 +106,85 @@ def budgets(pr: PullRequest, settings: Settings) -> tuple[int, int, int]:
             f"({fixed} tokens of instructions alone): raise --input-budget to at least {least} "
             "(the model's context minus PRHUB_OUTPUT_TOKENS), or lower --max-calls"
         )
-    return chunk_budget, index_budget, note_budget
+    return Budgets(chunk_budget, index_budget, note_budget)
 
 
-def plan(
-    pr: PullRequest, settings: Settings, mode: str | None = None
-) -> tuple[PreparedPR, list[Messages]]:
-    """The PR prepared within budget, and the messages of its first calls: one, or one a chunk.
+@dataclass(frozen=True)
+class Plan:
+    """One PR's digest, planned once: its budgets, the PR prepared within them, the discussion
+    the prompt shows, and the messages of the first calls (one, or one a chunk)."""
+
+    pr: PullRequest
+    settings: Settings
+    mode: str  # the response mode the first calls are written for
+    budgets: Budgets
+    prepared: PreparedPR
+    talk: Discussion
+    calls: tuple[Messages, ...]
+
+    @property
+    def map_reduce(self) -> bool:
+        """Whether the PR takes notes per chunk, then a final call on them."""
+        return len(self.calls) > 1
+
+    def final(self, notes: list[ChunkNotes], mode: str) -> Messages:
+        """The reduce call of a map-reduce: chunk notes, the whole file index, the discussion."""
+        return prompt(self.settings, "digest").messages(
+            **_context(self.prepared, self.talk),
+            diff="",
+            notes=notes,
+            index=self.prepared.index,
+            schema=schema_text(mode, DigestContent),
+        )
+
+    def planned_tokens(self) -> tuple[int, int]:
+        """The calls and prompt tokens the digest takes, the final map-reduce call included."""
+        encoding = self.settings.encoding
+        tokens = sum(message_tokens(m, encoding) for m in self.calls)
+        if not self.map_reduce:
+            return 1, tokens
+        final = message_tokens(self.final([], self.mode), encoding)  # the notes: at most these
+        tokens += final + len(self.calls) * self.budgets.note
+        return len(self.calls) + 1, tokens
+
+
+def plan(pr: PullRequest, settings: Settings, mode: str | None = None) -> Plan:
+    """The PR's digest plan: its discussion and budgets, the PR prepared within them, and the
+    messages of its first calls.
 
     `mode` is the response mode the prompts are written for (default: the configured one).
     """
     mode = mode or settings.response_mode
-    chunk_budget, index_budget, note_budget = budgets(pr, settings)
-    prepared = prepare(pr, settings, chunk_budget=chunk_budget, index_budget=index_budget)
-    if len(prepared.chunks) == 1:
-        first = prompt(settings, "digest").messages(
-            **_context(prepared, discussion(pr.discussion, settings)),
-            diff=prepared.chunks[0],
-            notes=[],
-            index="",
-            schema=schema_text(mode, DigestContent),
-        )
-        return prepared, [first]
-    notes_prompt = prompt(settings, "digest_notes")
-    schema = schema_text(mode, ChunkNotes)
-    limits = note_limits(note_budget)
-    # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
-    return prepared, [
-        notes_prompt.messages(
-            **_context(prepared, NONE),
-            diff=chunk,
-            part=i,
-            parts=len(prepared.chunks),
-            schema=schema,
-            limits=limits,
-        )
-        for i, chunk in enumerate(prepared.chunks, 1)
-    ]
-
-
-def planned_tokens(pr: PullRequest, settings: Settings) -> tuple[int, int]:
-    """The calls and prompt tokens digesting `pr` would take, the final map-reduce call included."""
-    prepared, calls = plan(pr, settings)
-    tokens = sum(message_tokens(m, settings.encoding) for m in calls)
-    if len(calls) == 1:
-        return 1, tokens
     talk = discussion(pr.discussion, settings)
-    final = _final_messages(prepared, [], settings, settings.response_mode, talk)  # notes: below
-    note_budget = budgets(pr, settings)[2]
-    tokens += message_tokens(final, settings.encoding) + len(calls) * note_budget
-    return len(calls) + 1, tokens
+    budget = budgets(pr, settings, talk)
+    prepared = prepare(pr, settings, chunk_budget=budget.chunk, index_budget=budget.file_index)
+    if len(prepared.chunks) == 1:
+        calls = [
+            prompt(settings, "digest").messages(
+                **_context(prepared, talk),
+                diff=prepared.chunks[0],
+                notes=[],
+                index="",
+                schema=schema_text(mode, DigestContent),
+            )
+        ]
+    else:
+        notes_prompt = prompt(settings, "digest_notes")
+        schema = schema_text(mode, ChunkNotes)
+        limits = note_limits(budget.note)
+        # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
+        calls = [
+            notes_prompt.messages(
+                **_context(prepared, NONE),
+                diff=chunk,
+                part=i,
+                parts=len(prepared.chunks),
+                schema=schema,
+                limits=limits,
+            )
+            for i, chunk in enumerate(prepared.chunks, 1)
+        ]
+    return Plan(pr, settings, mode, budget, prepared, talk, tuple(calls))
 
 
 def digest_pr(
@@ -156,80 +196,38 @@ def digest_pr(
     the smaller budget a retry used, or the next run would not find it.
     """
     try:
-        digest = _digest_pr(pr, settings, llm, memo)
+        digest = _digest_pr(plan(pr, settings, llm.mode), llm, memo)
     except ContextTooLong as exc:
         smaller = exc.smaller_budget(settings.input_budget)
         if smaller is None:
             raise
         try:
             smaller_settings = settings.model_copy(update={"input_budget": smaller})
-            digest = _digest_pr(pr, smaller_settings, llm, memo)
+            digest = _digest_pr(plan(pr, smaller_settings, llm.mode), llm, memo)
         except ConfigError:  # the context the endpoint reported cannot hold any digest prompt
             raise exc from None
     return digest.model_copy(update={"meta": digest.meta.model_copy(update={"cache_key": key})})
 
 
-def _digest_pr(
-    pr: PullRequest, settings: Settings, llm: LLM, memo: NotesMemo | None = None
-) -> PRDigest:
-    """Prepares a PR within the token budget and asks the model for its digest."""
-    leaked: Counter[str] = Counter()  # secrets redacted in chunk notes
-    digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
-    prepared, calls = plan(pr, settings, llm.mode)
-    talk = discussion(pr.discussion, settings)
-    if len(calls) == 1:
-        messages = calls[0]
-        usage = Usage()
-        prompt_id = digest_prompt.id
+def _digest_pr(planned: Plan, llm: LLM, memo: NotesMemo | None = None) -> PRDigest:
+    """Asks the model for the digest `planned` plans: at once, or from each chunk's notes."""
+    pr, settings, prepared = planned.pr, planned.settings, planned.prepared
+    digest_prompt = prompt(settings, "digest")
+    if planned.map_reduce:
+        mapped = _mapped(planned, llm, memo)
+        # The final call is written for the mode the endpoint answers in now.
+        messages, usage, leaked = planned.final(mapped.notes, llm.mode), mapped.usage, mapped.leaked
+        coverage = prepared.coverage.model_copy(update={"notes_shortened": mapped.shortened})
+        prompt_id = f"{digest_prompt.id}+{prompt(settings, 'digest_notes').id}"
     else:
-        # Map: notes per chunk, concurrently; reduce: the digest from the notes and the index.
-        def chunk(messages: Messages) -> tuple[ChunkNotes, Usage, dict[str, int]]:
-            key = notes_key(messages, settings)
-            if memo is not None and not settings.refresh and (found := memo.chunk_notes(key)):
-                return *found, {}
-            # A model may echo a secret-shaped string: redacted before it is kept or sent back.
-            made, used = llm.complete(messages, ChunkNotes)
-            made, secrets = scrub_reply(made)
-            if memo is not None:
-                memo.save_chunk_notes(key, made, used)
-            return made, used, secrets
-
-        with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-            answered = list(pool.map(chunk, calls))
-        results = [(note, used) for note, used, _ in answered]
-        for *_, secrets in answered:
-            leaked.update(secrets)
-        # pool.map gives the notes in part order, whichever answer came first.
-        note_budget = budgets(pr, settings)[2]
-        trimmed = [trim_notes(note, note_budget, settings) for note, _ in results]
-        notes = [note for note, _ in trimmed]
-        if shortened := sum(cut for _, cut in trimmed):
-            pairs = zip(results, notes, strict=True)
-            left = sum(len(note_text(n)) - len(note_text(k)) for (n, _), k in pairs)
-            log.warning(
-                "#%d: %d chunk notes were over their length: %d characters left out, "
-                "at whole items and sentences",
-                pr.number,
-                shortened,
-                left,
-            )
-            coverage = prepared.coverage.model_copy(update={"notes_shortened": shortened})
-            prepared = prepared.model_copy(update={"coverage": coverage})
-        messages = _final_messages(prepared, notes, settings, llm.mode, talk)
-        usage = sum((u for _, u in results), Usage())
-        prompt_id = f"{digest_prompt.id}+{notes_prompt.id}"
-    content, dropped, failed, spent, title_prompt = checked_reply(messages, pr, settings, llm)
-    # Notes on a discussion the model never saw, or the discussion's own lines copied, are not
-    # notes: they go.
-    kept = [n for n in content.discussion if talk.text and not checks.copied_entry(n)]
-    content = content.model_copy(update={"discussion": kept})
-    if "discussion_copied" in failed and not any(map(checks.note_fails, kept)):
-        failed = [name for name in failed if name != "discussion_copied"]  # the copies went
-    if title_prompt:
-        prompt_id += f"+{title_prompt}"  # the published title came from the title prompt
-    content, found = scrub_reply(content)
+        messages, usage, leaked = planned.calls[0], Usage(), Counter[str]()
+        coverage, prompt_id = prepared.coverage, digest_prompt.id
+    reply = checked_reply(planned, messages, llm)
+    if reply.title_prompt:
+        prompt_id += f"+{reply.title_prompt}"  # the published title came from the title prompt
+    content, found = scrub_reply(reply.content)
     leaked.update(found)
-    usage += spent
+    talk = planned.talk
     modules, kind, breaking, *_ = parse_title(pr.title)
     return PRDigest(
         repo=pr.repo,
@@ -249,8 +247,8 @@ def _digest_pr(
         meta=DigestMeta(
             prompt=prompt_id,
             model=settings.model,
-            usage=usage,
-            coverage=prepared.coverage.model_copy(
+            usage=usage + reply.usage,
+            coverage=coverage.model_copy(
                 update={
                     "unlisted": max(0, pr.changed_files - len(pr.files)),
                     "comments": talk.total,
@@ -260,59 +258,117 @@ def _digest_pr(
             redactions=dict(
                 Counter(pr.redactions) + Counter(prepared.redactions) + Counter(leaked)
             ),
-            dropped=dropped,
-            dropped_citations=len(dropped),
-            failed_checks=failed,
+            dropped=reply.dropped,
+            dropped_citations=len(reply.dropped),
+            failed_checks=reply.failed,
             cache_key="",
             created_at=datetime.now(UTC),
         ),
     )
 
 
-def checked_reply(
-    messages: Messages, pr: PullRequest, settings: Settings, llm: LLM
-) -> tuple[DigestContent, list[Drop], list[str], Usage, str | None]:
+class Mapped(NamedTuple):
+    """A map-reduce's chunk notes, in part order, within their share of the final call."""
+
+    notes: list[ChunkNotes]
+    usage: Usage  # of the chunk calls, the notes kept from an earlier run included
+    leaked: Counter[str]  # secrets redacted in the notes
+    shortened: int  # notes that were over their length
+
+
+def _mapped(planned: Plan, llm: LLM, memo: NotesMemo | None) -> Mapped:
+    """Notes per chunk, asked for concurrently, or taken from `memo`."""
+    settings = planned.settings
+
+    def chunk(messages: Messages) -> tuple[ChunkNotes, Usage, dict[str, int]]:
+        key = notes_key(messages, settings)
+        if memo is not None and not settings.refresh and (found := memo.chunk_notes(key)):
+            return *found, {}
+        # A model may echo a secret-shaped string: redacted before it is kept or sent back.
+        made, used = llm.complete(messages, ChunkNotes)
+        made, secrets = scrub_reply(made)
+        if memo is not None:
+            memo.save_chunk_notes(key, made, used)
+        return made, used, secrets
+
+    with ThreadPoolExecutor(max_workers=len(planned.calls)) as pool:
+        answered = list(pool.map(chunk, planned.calls))  # in part order, whichever came first
+    leaked: Counter[str] = Counter()
+    for *_, secrets in answered:
+        leaked.update(secrets)
+    trimmed = [trim_notes(note, planned.budgets.note, settings) for note, _, _ in answered]
+    notes = [note for note, _ in trimmed]
+    if shortened := sum(cut for _, cut in trimmed):
+        left = sum(
+            len(note_text(n)) - len(note_text(k))
+            for (n, _, _), k in zip(answered, notes, strict=True)
+        )
+        log.warning(
+            "#%d: %d chunk notes were over their length: %d characters left out, "
+            "at whole items and sentences",
+            planned.pr.number,
+            shortened,
+            left,
+        )
+    usage = sum((used for _, used, _ in answered), Usage())
+    return Mapped(notes, usage, leaked, shortened)
+
+
+@dataclass(frozen=True)
+class CheckedReply:
+    """The model's digest as published: grounded, checked, corrected once when a check failed."""
+
+    content: DigestContent
+    dropped: list[Drop]  # what grounding dropped from it, as recorded
+    failed: list[str]  # the checks it still fails
+    usage: Usage  # of the call and of its corrective call
+    title_prompt: str | None  # the title prompt's id, when the published title came from it
+
+
+def checked_reply(planned: Plan, messages: Messages, llm: LLM) -> CheckedReply:
     """The model's digest, grounded and checked; one corrective call when a check fails.
 
     When only the title is wrong, the call asks for the title alone (small models copy the
-    English title back when asked for the whole digest again). Returns the digest that fails
-    fewer checks, what grounding dropped from the content it publishes, the checks it still
-    fails, and the usage of both calls.
+    English title back when asked for the whole digest again). The digest that fails fewer
+    checks is kept, with the discussion notes it may publish (checks.published).
     """
+    pr, settings = planned.pr, planned.settings
     facts = pr_facts(pr)
     content, usage = llm.complete(messages, DigestContent)
     content, dropped = _grounded(content, pr)
     failed = checks.failures(content, pr, facts)
-    if not checks.needs_correction(failed):  # what a reader would not reject costs no call
-        return content, _recorded(pr, dropped), failed, usage, None
-    log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
-    title_only = set(failed) <= checks.TITLE_CHECKS
-    if title_only:
-        title, more = llm.complete(
-            _title_messages(pr, content, failed, settings, llm), ChineseTitle
-        )
-        again = content.model_copy(update={"title": title.title})
-    else:
-        # The same prompt with what was wrong: the earlier reply is not sent back, so the call
-        # stays within the budget the first one was planned for.
-        *head, last = messages
-        told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
-        again, more = llm.complete([*head, told], DigestContent)
-    again, again_dropped = _grounded(again, pr)
-    if title_only:
-        # The rest of the content is the first reply's, with what was dropped from it.
-        again_dropped = [d for d in dropped if d.field != "title"] + [
-            d for d in again_dropped if d.field == "title"
-        ]
-    still = checks.failures(again, pr, facts)
-    # A tie keeps the first answer: a retry that trades one fault for another is no better.
-    used = None
-    if len(still) < len(failed):
-        content, dropped, failed = again, again_dropped, still
-        used = prompt(settings, "digest_title").id if title_only else None
-    if failed:
+    title_prompt = None
+    corrected = checks.needs_correction(failed)  # what a reader would not reject costs no call
+    if corrected:
+        log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
+        title_only = set(failed) <= checks.TITLE_CHECKS
+        if title_only:
+            title, more = llm.complete(
+                _title_messages(pr, content, failed, settings, llm), ChineseTitle
+            )
+            again = content.model_copy(update={"title": title.title})
+        else:
+            # The same prompt with what was wrong: the earlier reply is not sent back, so the
+            # call stays within the budget the first one was planned for.
+            *head, last = messages
+            told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
+            again, more = llm.complete([*head, told], DigestContent)
+        usage += more
+        again, again_dropped = _grounded(again, pr)
+        if title_only:
+            # The rest of the content is the first reply's, with what was dropped from it.
+            again_dropped = [d for d in dropped if d.field != "title"] + [
+                d for d in again_dropped if d.field == "title"
+            ]
+        still = checks.failures(again, pr, facts)
+        # A tie keeps the first answer: a retry that trades one fault for another is no better.
+        if len(still) < len(failed):
+            content, dropped, failed = again, again_dropped, still
+            title_prompt = prompt(settings, "digest_title").id if title_only else None
+    content, failed = checks.published(content, failed, discussed=bool(planned.talk.text))
+    if corrected and failed:
         log.warning("#%d: the digest still fails %s", pr.number, ", ".join(failed))
-    return content, _recorded(pr, dropped), failed, usage + more, used
+    return CheckedReply(content, _recorded(pr, dropped), failed, usage, title_prompt)
 
 
 def _recorded(pr: PullRequest, dropped: list[Drop]) -> list[Drop]:
@@ -348,19 +404,6 @@ def retag(digest: PRDigest, settings: Settings) -> PRDigest:
     modules = list(dict.fromkeys(tag_name(m, settings.tags) for m in digest.modules))
     labels = list(dict.fromkeys(tag_name(x, settings.tags) for x in digest.labels))
     return digest.model_copy(update={"modules": modules, "labels": labels})
-
-
-def _final_messages(
-    prepared: PreparedPR, notes: list[ChunkNotes], settings: Settings, mode: str, talk: Discussion
-) -> Messages:
-    """The reduce call of a map-reduce: chunk notes, the whole file index, the discussion."""
-    return prompt(settings, "digest").messages(
-        **_context(prepared, talk),
-        diff="",
-        notes=notes,
-        index=prepared.index,
-        schema=schema_text(mode, DigestContent),
-    )
 
 
 def _stub(pr: PullRequest) -> PreparedPR:
