@@ -24,6 +24,7 @@ from prhub.errors import (
 from prhub.fanout import each, staged
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
 from prhub.llm.llm import LLM
+from prhub.llm.prompt import task_prompt
 from prhub.model import PRDigest, PullRequest, Usage
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
@@ -350,7 +351,7 @@ class Run:
             digests=ordered,
             failed=failed,
             meta=WeeklyMeta(  # of the content alone: the same content gives the same bytes
-                prompt=digest.prompt(settings, "weekly").id,
+                prompt=task_prompt(settings, "weekly").id,
                 model=settings.model,
                 usage=sum((d.meta.usage for d in ordered), saved.usage if saved else Usage()),
                 dropped_citations=saved.dropped if saved else 0,

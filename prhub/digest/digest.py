@@ -21,7 +21,8 @@ from prhub.digest.notes import (
     trim_notes,
 )
 from prhub.errors import ConfigError
-from prhub.llm.llm import LLM, ContextTooLong, Prompt, load_prompt, message_tokens, schema_text
+from prhub.llm.llm import LLM, ContextTooLong, schema_text
+from prhub.llm.prompt import MARGIN, Prompt, message_tokens, task_prompt
 from prhub.model import (
     ChineseTitle,
     ChunkNotes,
@@ -43,7 +44,6 @@ from prhub.prepare.tokens import truncate
 from prhub.tags import parse_title, tag_name
 
 NOTE_BUDGET = 1200  # tokens of one chunk's notes in the final call of a map-reduce, at most
-MARGIN = 64  # tokens kept free for what a stub render cannot foresee (digits, joins)
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
 TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is shown
@@ -51,11 +51,6 @@ TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is show
 Messages = list[dict[str, str]]
 NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
 log = logging.getLogger("prhub")
-
-
-def prompt(settings: Settings, task: str) -> Prompt:
-    """The latest version of a task's prompt, the user's --prompt-dir first."""
-    return load_prompt(task, prompt_dir=settings.prompt_dir)
 
 
 class Budgets(NamedTuple):
@@ -73,7 +68,10 @@ def budgets(pr: PullRequest, settings: Settings, talk: Discussion | None = None)
     The instructions are counted with the example reply JSON modes show, the largest they can be:
     an endpoint may move a run to such a mode after its prompts were planned.
     """
-    digest_prompt, notes_prompt = prompt(settings, "digest"), prompt(settings, "digest_notes")
+    digest_prompt, notes_prompt = (
+        task_prompt(settings, "digest"),
+        task_prompt(settings, "digest_notes"),
+    )
     schema, notes_schema = (
         schema_text("json_object", DigestContent),
         schema_text("json_object", ChunkNotes),
@@ -129,7 +127,7 @@ class Plan:
 
     def final(self, notes: list[ChunkNotes], mode: str) -> Messages:
         """The reduce call of a map-reduce: chunk notes, the whole file index, the discussion."""
-        return prompt(self.settings, "digest").messages(
+        return task_prompt(self.settings, "digest").messages(
             **_context(self.prepared, self.talk),
             diff="",
             notes=notes,
@@ -160,7 +158,7 @@ def plan(pr: PullRequest, settings: Settings, mode: str | None = None) -> Plan:
     prepared = prepare(pr, settings, chunk_budget=budget.chunk, index_budget=budget.file_index)
     if len(prepared.chunks) == 1:
         calls = [
-            prompt(settings, "digest").messages(
+            task_prompt(settings, "digest").messages(
                 **_context(prepared, talk),
                 diff=prepared.chunks[0],
                 notes=[],
@@ -169,7 +167,7 @@ def plan(pr: PullRequest, settings: Settings, mode: str | None = None) -> Plan:
             )
         ]
     else:
-        notes_prompt = prompt(settings, "digest_notes")
+        notes_prompt = task_prompt(settings, "digest_notes")
         schema = schema_text(mode, ChunkNotes)
         limits = note_limits(budget.note)
         # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
@@ -212,13 +210,13 @@ def digest_pr(
 def _digest_pr(planned: Plan, llm: LLM, memo: NotesMemo | None = None) -> PRDigest:
     """Asks the model for the digest `planned` plans: at once, or from each chunk's notes."""
     pr, settings, prepared = planned.pr, planned.settings, planned.prepared
-    digest_prompt = prompt(settings, "digest")
+    digest_prompt = task_prompt(settings, "digest")
     if planned.map_reduce:
         mapped = _mapped(planned, llm, memo)
         # The final call is written for the mode the endpoint answers in now.
         messages, usage, leaked = planned.final(mapped.notes, llm.mode), mapped.usage, mapped.leaked
         coverage = prepared.coverage.model_copy(update={"notes_shortened": mapped.shortened})
-        prompt_id = f"{digest_prompt.id}+{prompt(settings, 'digest_notes').id}"
+        prompt_id = f"{digest_prompt.id}+{task_prompt(settings, 'digest_notes').id}"
     else:
         messages, usage, leaked = planned.calls[0], Usage(), Counter[str]()
         coverage, prompt_id = prepared.coverage, digest_prompt.id
@@ -364,7 +362,7 @@ def checked_reply(planned: Plan, messages: Messages, llm: LLM) -> CheckedReply:
         # A tie keeps the first answer: a retry that trades one fault for another is no better.
         if len(still) < len(failed):
             content, dropped, failed = again, again_dropped, still
-            title_prompt = prompt(settings, "digest_title").id if title_only else None
+            title_prompt = task_prompt(settings, "digest_title").id if title_only else None
     content, failed = checks.published(content, failed, discussed=bool(planned.talk.text))
     if corrected and failed:
         log.warning("#%d: the digest still fails %s", pr.number, ", ".join(failed))
@@ -389,7 +387,7 @@ def _grounded(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, l
 def _title_messages(
     pr: PullRequest, content: DigestContent, failed: list[str], settings: Settings, llm: LLM
 ) -> Messages:
-    return prompt(settings, "digest_title").messages(
+    return task_prompt(settings, "digest_title").messages(
         title=pr.title,
         summary=truncate(content.advice, TITLE_SUMMARY, settings.encoding),
         problems="；".join(checks.MESSAGES[name] for name in failed),

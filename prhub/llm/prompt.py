@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -15,6 +15,10 @@ from jinja2.sandbox import SandboxedEnvironment
 from prhub.errors import ConfigError
 from prhub.prepare.tokens import count
 
+if TYPE_CHECKING:
+    from prhub.config import Settings
+
+MARGIN = 64  # tokens a budget keeps free for what a stub render cannot foresee (digits, joins)
 ZERO_WIDTH_SPACE = "\u200b"
 _FENCES = re.compile(
     r"<(/?)(pr_title|pr_body|discussion|diff|notes|file_index|digests|facts)>", re.IGNORECASE
@@ -81,6 +85,11 @@ def tasks(prompt_dir: Path | None = None) -> list[str]:
     """Every task with at least one prompt version."""
     roots = [*([prompt_dir] if prompt_dir else []), default_prompt_dir()]
     return sorted({p.parent.name for root in roots for p in root.glob("*/v*.system.j2")})
+
+
+def task_prompt(settings: Settings, task: str) -> Prompt:
+    """The latest version of a task's prompt, the user's --prompt-dir first."""
+    return load_prompt(task, prompt_dir=settings.prompt_dir)
 
 
 @cache

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
 from prhub.config import Settings
-from prhub.digest.digest import MARGIN, prompt
 from prhub.digest.ground import SPAN, files
 from prhub.llm.llm import LLM, schema_text
+from prhub.llm.prompt import MARGIN, task_prompt
 from prhub.model import PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count
@@ -169,7 +169,7 @@ def _messages(
     period = (
         f"{facts.start:%Y-%m-%d %H:%M} 至 {facts.end:%Y-%m-%d %H:%M}（{facts.tz}，不含结束时刻）"
     )
-    return prompt(settings, "weekly").messages(
+    return task_prompt(settings, "weekly").messages(
         facts=facts,
         period=period,
         digests=lines,
