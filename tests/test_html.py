@@ -15,7 +15,7 @@ import pytest
 from markupsafe import escape
 
 from prhub.model import PRDigest
-from prhub.publish import html, render
+from prhub.publish import html, render, view
 from prhub.weekly.report import BreakingChange, FailedPR, Revert, WeeklyReport
 from tests.test_render import (
     INJECT,
@@ -119,6 +119,15 @@ def empty_report() -> WeeklyReport:
 LONG_PATH = "rocket/trainer/" + "very_long_module_name/" * 6 + "and_a_really_long_file_name.py"
 LONG_WORD = "https://example.com/" + "averyveryverylongpathsegment" * 6
 LONG = f"长文本 `{LONG_PATH}` 与 {LONG_WORD} 以及 `trainer.{'nested_key.' * 12}max_epochs`"
+
+
+def code_tag_report() -> WeeklyReport:
+    """A week with a label that holds a code span and a PR reference, counted by the facts."""
+    r = report()
+    tag = "`x` #12 a_b"
+    digests = [r.digests[0].model_copy(update={"labels": [tag]}), *r.digests[1:]]
+    facts = r.facts.model_copy(update={"tags": {tag: 3, **r.facts.tags}})
+    return r.model_copy(update={"digests": digests, "facts": facts})
 
 
 def long_report() -> WeeklyReport:
@@ -245,6 +254,7 @@ def md_blocks(text: str) -> list[str]:
         long_report,
         sparse_report,
         revert_report,
+        code_tag_report,
     ],
     ids=lambda f: f.__name__,
 )
@@ -269,7 +279,7 @@ def test_weekly_page_has_title_sections_and_every_pr():
     r = report()
     page = html.weekly_html(r)
     parsed = Page(page)
-    assert f"<title>{render.weekly_title(r)}</title>" in page
+    assert f"<title>{view.weekly_title(r)}</title>" in page
     assert [b for b in parsed.blocks if b in WEEKLY_HEADINGS] == WEEKLY_HEADINGS
     for number in r.facts.prs:
         assert f'href="https://github.com/acme/rocket/pull/{number}">#{number}</a>' in page
@@ -482,7 +492,7 @@ def test_weekly_page_runs_clean_and_filters_by_tag_in_chromium(tmp_path):
     dom, console = chromium(tmp_path, url + "#tag=rollout", "--dump-dom")
     page = Page(dom)
     assert errors_of(dom) == "0" and console == []
-    assert render.weekly_title(r) in page.text
+    assert view.weekly_title(r) in page.text
     assert all(f"#{n}" in page.text for n in r.facts.prs)
     assert page.rows == {101: True, 102: False, 103: True, 104: False, 105: False, 106: False}
     assert "显示 2 / 6" in page.text

@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 
-from prhub.publish import html, labels, render
+from prhub.publish import html, labels
 from prhub.publish.labels import labels_markdown, view
+from prhub.publish.parts import one_line
 from prhub.tags import tag_name
 from tests.test_render import (
     INJECT,
@@ -63,10 +64,10 @@ def test_labels_json_is_the_view():
 
 
 def test_labels_html_is_a_page_with_the_groups():
-    page = html.labels_html(view(report(), "nope"), report())
+    page = html.labels_html(view(report(), "nope"))
     assert page.startswith("<!doctype html>")
     assert "<h2>nope（0）</h2>" in page and "本周有 PR 的标签：<code>bugfix</code>（2）" in page
-    page = html.labels_html(view(report(), "rollout"), report())
+    page = html.labels_html(view(report(), "rollout"))
     assert '<a href="https://github.com/acme/rocket/pull/103">#103</a>' in page
 
 
@@ -75,12 +76,12 @@ def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
     text = labels_markdown(view(hostile))
     tokens = MARKDOWN.parse(text)
     headings = [plain(t) for up, t in itertools.pairwise(tokens) if up.type == "heading_open"]
-    assert f"{render.one_line(tag_name(INJECT))}（1）" in headings
+    assert f"{one_line(tag_name(INJECT))}（1）" in headings
     assert headings.count(f"#101 {INJECTED}") == 3  # under rollout, bugfix and the label
     before = shape(labels_markdown(view(report())))["heading_open"]
     assert shape(text)["heading_open"] == before + 2  # the label's group and #101 under it
     assert "table_open" not in shape(text) and "blockquote_open" not in shape(text)
-    assert "<b>粗" not in html.labels_html(view(hostile), hostile)
+    assert "<b>粗" not in html.labels_html(view(hostile))
 
 
 def test_a_breaking_title_without_a_breaking_label_is_tagged_breaking():

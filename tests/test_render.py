@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from prhub.model import PRDigest
-from prhub.publish import render
+from prhub.publish import render, view
 from prhub.tags import parse_title, tag_name
 from prhub.weekly.report import AuthorCount, Revert, WeeklyReport
 from tests.conftest import FIXTURES
@@ -81,16 +83,16 @@ def test_report_fixture_is_one_the_pipeline_can_make():
 
 
 def test_footers_say_where_the_text_came_from():
-    assert render.digest_footer(digest()) == (
+    assert view.digest_footer(digest()) == (
         "digest@v1 · gpt-4o-mini · 1 次调用 · 输入 1,227 / 输出 412 tokens · "
         "模型看到：全文 2、节选 0、仅列名 0、排除 0 个文件（变更行 100%）"
     )
     meta = report().meta.model_copy(update={"dropped_citations": 3})
-    assert render.weekly_footer(report().model_copy(update={"meta": meta})) == (
+    assert view.weekly_footer(report().model_copy(update={"meta": meta})) == (
         "weekly@v1 · gpt-4o-mini · 导读与周报共调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
         "删去无据引用 3 处"
     )
-    assert f"<sub>{render.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
+    assert f"<sub>{view.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
 
 
 # Untrusted text and its Markdown: every mark that could start markup where it stands is escaped,
@@ -188,7 +190,7 @@ def test_escaped_text_reads_back_as_itself(raw, context):
     assert [t.type for t in tokens] == [t.type for t in MARKDOWN.parse(shape.format("x"))]
     inline = [t for t in tokens if t.type == "inline"][2 if table else 0]
     assert {c.type for c in inline.children or []} <= {"text", "code_inline"}
-    assert plain(inline) == prefix + render.one_line(raw)
+    assert plain(inline) == prefix + view.one_line(raw)
 
 
 @pytest.mark.parametrize(
@@ -209,18 +211,18 @@ def test_code_shows_its_text_exactly(raw, expected):
         for doc, shown in ((render.code(raw), raw), (TABLE.format(table), raw + "|x")):
             cell = [t for t in MARKDOWN.parse(doc) if t.type == "inline"][-1]
             spans = [(c.type, c.content) for c in cell.children or []]
-            assert spans == [("code_inline", render.one_line(shown))], doc
+            assert spans == [("code_inline", view.one_line(shown))], doc
 
 
 def test_paragraphs_split_at_blank_lines_and_separators():
     text = "一\n二\r\n\r\n三\u2029四\u2028五\n \n\n"
-    assert render.paragraphs(text) == ["一 二", "三", "四 五"]
-    assert render.paragraphs("") == []
+    assert view.paragraphs(text) == ["一 二", "三", "四 五"]
+    assert view.paragraphs("") == []
 
 
 # A model reply that tries to leave its field: a table, a heading, a list, a quote, raw HTML.
 INJECT = "标题\n\n| a | b |\n|---|---|\n# 标题\n- 列表\u2028> 引用\u2029<b>粗</b>\r\n1. 一"
-INJECTED = render.one_line(INJECT)
+INJECTED = view.one_line(INJECT)
 
 
 def shape(text: str) -> Counter[str]:
@@ -250,13 +252,13 @@ def injected_digest(text: str, advice: str) -> PRDigest:
 
 def test_model_text_stays_in_its_place_in_a_digest():
     text = render.digest_markdown(injected_digest(INJECT, INJECT))
-    benign = "\n\n".join("x" for _ in render.paragraphs(INJECT))
+    benign = "\n\n".join("x" for _ in view.paragraphs(INJECT))
     assert shape(text) == shape(render.digest_markdown(injected_digest("x", benign)))
     texts = inline_texts(text)
     assert texts[0] == f"#101 {INJECTED}"
     assert texts[1].startswith(f"原标题：{INJECTED} · @lin-yue")
     assert texts[2].endswith(f"/10：{INJECTED}")
-    assert texts[3:6] == render.paragraphs(INJECT)
+    assert texts[3:6] == view.paragraphs(INJECT)
     assert texts.count(INJECTED) == 3  # a design decision, a risk, a follow-up
 
 
@@ -457,3 +459,36 @@ def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_markdown():
         assert not any(c in text for c in HIDDEN)
         assert "‹U+202E›" in text and "‹U+FEFF›" in text and "gnp.exe" in text
     assert render.code(SPOOFED).count("‹U+") == len(HIDDEN)
+
+
+def test_a_pr_without_an_http_url_links_next_to_the_others_of_its_week():
+    r = report()
+    ghe = [
+        d.model_copy(update={"url": f"https://ghe.example.com/acme/rocket/pull/{d.number}"})
+        for d in r.digests
+    ]
+    ghe[0] = ghe[0].model_copy(update={"url": "javascript:alert(1)"})
+    text = render.weekly_markdown(r.model_copy(update={"digests": ghe}))
+    assert "javascript:" not in text and "github.com" not in text
+    assert "| [#101](https://ghe.example.com/acme/rocket/pull/101) |" in text
+
+
+# Rendering loads neither SDK: a site or a CI job can render stored reports without them.
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["prhub.publish.render", "prhub.publish.view", "prhub.publish.html", "prhub.publish.output"],
+)
+def test_rendering_imports_neither_pygithub_nor_openai(module):
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line.split("|") for line in done.stderr.splitlines()]
+    loaded = {line[-1].strip() for line in lines if line[0].startswith("import time:")}
+    assert module in loaded
+    assert not loaded & {"github", "openai", "requests"}, sorted(loaded & {"github", "openai"})

@@ -1,46 +1,28 @@
-"""Self-contained HTML pages from models only: no fetching, no model calls, nothing external."""
+"""Self-contained HTML pages from the views: no fetching, no model calls, nothing external;
+HTML escaping lives here."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
-from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import jinja2
 from markupsafe import Markup, escape
 
 from prhub.model import VERDICTS, PRDigest
+from prhub.publish import parts
 from prhub.publish.labels import LabelsView
-from prhub.publish.render import (
-    CODE_SPAN,
-    digest_footer,
-    local_time,
-    one_line,
-    paragraphs,
-    period,
-    visible,
-    weekly_footer,
-    weekly_title,
-)
-from prhub.tags import tag_name
-from prhub.weekly.report import (
-    WeeklyReport,
-    author_highlight,
-    author_line,
-    fact_risks,
-    figures,
-    key_rows,
-    lead,
-    risks,
-)
+from prhub.publish.parts import CODE_SPAN, Links, Text, one_line, visible
+from prhub.publish.render import TEMPLATES, environment
+from prhub.publish.view import digest_view, tags_view, weekly_view
+from prhub.weekly.report import WeeklyReport
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
 
-_TEMPLATES = Path(__file__).parent / "templates"
 # A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
 _INLINE = re.compile(rf"{CODE_SPAN.pattern}|(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
 _VERDICT_CLASS = dict(zip(VERDICTS, ("v-deep", "v-skim", "v-skip"), strict=True))
@@ -48,15 +30,9 @@ _VERDICT_CLASS = dict(zip(VERDICTS, ("v-deep", "v-skim", "v-skip"), strict=True)
 
 @cache
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        finalize=_visible,  # every value a page shows, escaped or not
-    )
+    env = environment(autoescape=True, finalize=_visible)  # every value a page shows
+    env.filters.update(inline=_inline, line=one_line, quoted=_quoted)
+    return env
 
 
 def _visible(value: object) -> object:
@@ -68,8 +44,8 @@ def _visible(value: object) -> object:
 @cache
 def _assets() -> dict[str, str]:
     """The inline style and script, and a CSP that lets only these two run and nothing load."""
-    css = (_TEMPLATES / "page.css").read_text(encoding="utf-8")
-    js = (_TEMPLATES / "page.js").read_text(encoding="utf-8")
+    css = (TEMPLATES / "page.css").read_text(encoding="utf-8")
+    js = (TEMPLATES / "page.js").read_text(encoding="utf-8")
     csp = (
         f"default-src 'none'; style-src '{_sha256(css)}'; script-src '{_sha256(js)}'; "
         "base-uri 'none'; form-action 'none'"
@@ -83,7 +59,10 @@ def _sha256(text: str) -> str:
 
 def inline(text: str, pr_url: Callable[[int], str]) -> Markup:
     """Untrusted text as HTML on one line: escaped, `code` spans as <code>, #123 linked."""
-    text = one_line(text)
+    return _marked(one_line(text), pr_url)
+
+
+def _marked(text: str, pr_url: Callable[[int], str]) -> Markup:
     out, last = [], 0
     for match in _INLINE.finditer(text):
         out.append(escape(text[last : match.start()]))
@@ -91,89 +70,60 @@ def inline(text: str, pr_url: Callable[[int], str]) -> Markup:
             out.append(Markup("<code>%s</code>") % match.group(2))
         else:
             number = int(match.group(3))
-            out.append(Markup('<a href="%s">#%d</a>') % (pr_url(number), number))
+            out.append(_link(number, pr_url(number)))
         last = match.end()
     out.append(escape(text[last:]))
     return Markup("").join(out)
 
 
-def _safe_url(url: str) -> str | None:
-    """A PR's URL when it is plain http(s), so no PR data can become a javascript: link."""
-    try:
-        return url if urlsplit(url).scheme in ("http", "https") else None
-    except ValueError:
-        return None
+def _link(number: int, url: str) -> Markup:
+    return Markup('<a href="%s">#%d</a>') % (url, number)
 
 
-def _pr_urls(repo: str, digests: list[PRDigest]) -> Callable[[int], str]:
-    known = {d.number: u for d in digests if (u := _safe_url(d.url))}
-    # GitHub Enterprise digests carry their host; PRs without a digest link next to them.
-    base = next(
-        (u.rsplit("/pull/", 1)[0] for u in known.values() if "/pull/" in u),
-        f"https://github.com/{quote(repo, safe='/')}",
-    )
-    return lambda number: known.get(number, f"{base}/pull/{number}")
+@jinja2.pass_context
+def _inline(context: jinja2.runtime.Context, x: Text) -> Markup:
+    return html_text(x, context["v"].links)
 
 
-def _page(name: str, pr_url: Callable[[int], str], **variables: object) -> str:
-    template = _env().get_template(name)
-    return template.render(
-        **_assets(),
-        pr_url=pr_url,
-        inline=lambda text: inline(text, pr_url),
-        paragraphs=paragraphs,
-        line=one_line,
-        verdict_class=lambda verdict: _VERDICT_CLASS.get(verdict, ""),
-        **variables,
-    )
+def html_text(x: Text, links: Links) -> Markup:
+    """A view's text as HTML: data escaped and marked up, prhub's words escaped, PRs linked."""
+    match x:
+        case str():
+            return inline(x, links.pr)
+        case parts.Words():
+            return _marked(x.text, links.pr)
+        case parts.Code() | parts.Tag():
+            return Markup("<code>%s</code>") % one_line(x.text)
+        case parts.Strong():
+            return Markup("<strong>%s</strong>") % x.text
+        case parts.Verdict():
+            badge = Markup('<span class="badge %s">%s</span>')
+            return badge % (_VERDICT_CLASS.get(x.text, ""), x.text)
+        case parts.Refs():
+            return Markup(x.sep).join(_link(n, url) for n, url in x.prs) or Markup("—")
+        case parts.Line():
+            return Markup("").join(html_text(p, links) for p in x.parts)
+
+
+def _quoted(tags: Iterable[str]) -> str:
+    """Tags for a data attribute: quoted, since labels may hold spaces."""
+    return " ".join(quote(t, safe="") for t in tags)
+
+
+def _page(name: str, view: object) -> str:
+    return _env().get_template(name).render(**_assets(), v=view)
 
 
 def digest_html(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     """One digest as a standalone HTML page, with what digest_markdown shows."""
-    return _page(
-        "digest.html",
-        _pr_urls(d.repo, [d]),
-        title=f"#{d.number} {one_line(d.content.title)} · {d.repo}",
-        d=d,
-        c=d.content,
-        merged=local_time(d.merged_at, tz),
-        footer=digest_footer(d),
-    )
+    return _page("digest.html", digest_view(d, tz))
 
 
 def weekly_html(r: WeeklyReport) -> str:
     """The weekly report as a standalone HTML page, with a tag filter over the PR table."""
-    f, n = r.facts, r.narrative
-    first, last = period(r)
-    # Rows carry tags as the facts count them, so each chip matches the rows it counts; quoted,
-    # since labels may hold spaces.
-    all_rows = [
-        (d, " ".join(quote(t, safe="") for t in dict.fromkeys(map(tag_name, d.tags))))
-        for d in r.digests
-    ]
-    moment = r.meta.generated_at
-    return _page(
-        "weekly.html",
-        _pr_urls(f.repo, r.digests),
-        title=weekly_title(r),
-        r=r,
-        f=f,
-        n=n,
-        first=first,
-        last=last,
-        lead=(n.lead or lead(f)) if n else "",
-        generated=local_time(moment, f.tz) if moment else "",
-        figures=figures(f),  # plain text: the template escapes it
-        concentration=author_highlight(f),
-        fact_risks=fact_risks(f),
-        added_risks=risks(n.risks, f)[len(n.risks) :] if n else [],
-        authors=author_line(f),
-        key_rows=key_rows(r),
-        all_rows=all_rows,
-        footer=weekly_footer(r),
-    )
+    return _page("weekly.html", weekly_view(r))
 
 
-def labels_html(v: LabelsView, r: WeeklyReport) -> str:
+def labels_html(v: LabelsView) -> str:
     """The labels view as a standalone HTML page."""
-    return _page("labels.html", _pr_urls(v.repo, r.digests), title=f"{v.repo} · 标签视图", v=v)
+    return _page("labels.html", tags_view(v))

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from prhub.model import PRDigest
-from prhub.publish.render import md, paragraphs, pr_link, weekly_title
+from prhub.publish.parts import Links, links
+from prhub.publish.render import markdown
+from prhub.publish.view import tags_view, weekly_title
 from prhub.tags import tag_name
 from prhub.weekly.report import WeeklyReport
 
@@ -51,7 +53,8 @@ def view(
     ranked = sorted(by_tag, key=lambda t: (-len(by_tag[t]), t))
     asked = tag_name(tag, aliases) if tag is not None else None
     names = ranked if asked is None else [asked]
-    groups = [TagGroup(tag=t, prs=[_pr(d) for d in by_tag.get(t, [])]) for t in names]
+    urls = links(r.facts.repo, {d.number: d.url for d in r.digests})
+    groups = [TagGroup(tag=t, prs=[_pr(d, urls) for d in by_tag.get(t, [])]) for t in names]
     missing = asked is not None and asked not in by_tag
     return LabelsView(
         repo=r.facts.repo,
@@ -62,11 +65,11 @@ def view(
     )
 
 
-def _pr(d: PRDigest) -> TaggedPR:
+def _pr(d: PRDigest, urls: Links) -> TaggedPR:
     c = d.content
     return TaggedPR(
         number=d.number,
-        url=pr_link(d),
+        url=urls.pr(d.number),
         title=c.title,
         verdict=c.verdict,
         minutes=c.minutes,
@@ -77,21 +80,7 @@ def _pr(d: PRDigest) -> TaggedPR:
 
 def labels_markdown(v: LabelsView) -> str:
     """The labels view in Markdown."""
-    lines = [f"# {md(v.repo)} · 标签视图 · {md(v.title)}", ""]
-    for group in v.groups:
-        lines += [f"## {md(group.tag)}（{len(group.prs)}）", ""]
-        for pr in group.prs:
-            lines += [f"### [#{pr.number}]({pr.url}) {md(pr.title)}", ""]
-            verdict = f"**{pr.verdict}**（约 {pr.minutes} 分钟）。"
-            advice = paragraphs(pr.advice) or [""]
-            lines += [verdict + md(advice[0]), ""]
-            lines += [line for para in advice[1:] for line in (md(para), "")]
-        if not group.prs:
-            lines += ["本周没有这个标签的 PR。", ""]
-    if v.available:
-        tags = "、".join(f"{md(t)}（{n}）" for t, n in v.available.items())
-        lines += [f"本周有 PR 的标签：{tags}。", ""]
-    return "\n".join(lines)
+    return markdown("labels.md.j2", tags_view(v))
 
 
 def labels_json(v: LabelsView) -> str:

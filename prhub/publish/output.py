@@ -49,7 +49,7 @@ def labels_text(
     if fmt == "json":
         return labels.labels_json(view)
     if fmt == "html":
-        return html.labels_html(view, report)
+        return html.labels_html(view)
     return labels.labels_markdown(view)
 
 

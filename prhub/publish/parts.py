@@ -1,0 +1,190 @@
+"""What a view is made of: text parts (data, prhub's words, code, PR links), blocks (paragraphs,
+lists, tables), sections, a report's links, and the text rules every format follows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+from urllib.parse import quote, urlsplit
+
+# Text as a reader sees it, in every format
+
+# A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+# Everything str.splitlines() breaks at; a paragraph separator also ends a paragraph.
+_BREAK = r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]"
+# Invisible controls that reorder or hide text (bidi overrides and isolates, zero-width
+# characters, byte-order marks): a title could read unlike what it says.
+_HIDDEN = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """Text with its invisible controls named (‹U+202E›), so none acts unseen and none is lost."""
+    return _HIDDEN.sub(lambda m: f"‹U+{ord(m.group()):04X}›", text)
+
+
+def one_line(text: str | None) -> str:
+    """Text on one line: each line or paragraph break, with the space around it, is one space."""
+    return visible(re.sub(rf"\s*{_BREAK}\s*", " ", text or "").strip())
+
+
+def paragraphs(text: str | None) -> list[str]:
+    """Paragraphs, split at blank lines and paragraph separators, each on one line."""
+    text = re.sub(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028]", "\n", text or "").replace("\u2029", "\n\n")
+    return [p for p in map(one_line, re.split(r"\n\s*\n", text)) if p]
+
+
+# The parts of a text. A bare str is data (a PR's or the model's text), escaped where it is shown;
+# a str field that is not a Text (a heading of a table, a label) is prhub's own words.
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Text shown a way of its own, which its class names."""
+
+    text: str
+
+
+class Words(Shown):
+    """prhub's own words, shown as they are written."""
+
+
+class Code(Shown):
+    """Data shown exactly, as code: a tag, a path."""
+
+
+class Tag(Shown):
+    """A tag named in a sentence: code on a page, plain text in Markdown."""
+
+
+class Strong(Shown):
+    """A figure set in bold."""
+
+
+class Verdict(Shown):
+    """A reading verdict: a badge on a page; bold in Markdown, plain in its tables."""
+
+
+@dataclass(frozen=True)
+class Refs:
+    """PRs with their URLs: cited ones read #1、#2 (— for none) and link on a page;
+    `linked` ones, a heading's PR or a table's PR column, link in Markdown too."""
+
+    prs: tuple[tuple[int, str], ...]
+    sep: str = "、"
+    linked: bool = False
+
+
+Part = str | Words | Code | Tag | Strong | Verdict | Refs
+
+
+@dataclass(frozen=True)
+class Line:
+    """Words and data on one line, in order."""
+
+    parts: tuple[Part, ...]
+
+
+Text = Part | Line
+
+# The blocks of a section
+
+
+@dataclass(frozen=True)
+class Para:
+    kind: ClassVar[str] = "para"
+    text: Text
+
+
+@dataclass(frozen=True)
+class Items:
+    """A list: `items`, then the `long` ones, which a page folds after the fifth."""
+
+    kind: ClassVar[str] = "items"
+    items: tuple[Text, ...] = ()
+    numbered: bool = False
+    long: tuple[Text, ...] = ()
+    label: str = ""  # what the long ones are, for the fold's summary
+    shown: ClassVar[int] = 5
+
+    @property
+    def folded(self) -> str:
+        """What a page folds away, in its own words; "" when it folds nothing."""
+        hidden = len(self.long) - self.shown
+        return f"另有 {hidden} 项{self.label}（共 {len(self.long)} 项）" if hidden > 0 else ""
+
+
+@dataclass(frozen=True)
+class Row:
+    cells: tuple[Text, ...]
+    pr: int | None = None  # a row of the PR list: its PR and tags, for the page's tag filter
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Table:
+    kind: ClassVar[str] = "table"
+    head: tuple[str, ...]
+    rows: tuple[Row, ...]
+    columns: tuple[str, ...]  # each column's kind: "pr" (PRs), "num" (figures) or ""
+    compact: bool = False
+
+
+@dataclass(frozen=True)
+class TagFilter:
+    """A page's tag chips over the PR list: every tag with its PR count, and all PRs."""
+
+    kind: ClassVar[str] = "filter"
+    tags: tuple[tuple[str, int], ...]
+    total: int
+
+
+Block = Para | Items | Table | TagFilter
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: Text
+    blocks: tuple[Block, ...] = ()
+    sections: tuple[Section, ...] = ()
+    level: int = 2
+    callout: str = ""  # "highlights" or "risks": set apart at the top of a report
+    empty: str = ""  # said when the section has nothing
+
+
+# Where a report's PRs are
+
+
+@dataclass(frozen=True)
+class Links:
+    """The web addresses of a report's PRs: a digest's own, else next to the others."""
+
+    base: str  # the repository's web address
+    known: Mapping[int, str]
+
+    def pr(self, number: int) -> str:
+        return self.known.get(number, f"{self.base}/pull/{number}")
+
+    def commit(self, sha: str) -> str:
+        return f"{self.base}/commit/{sha}"
+
+
+def links(repo: str, urls: Mapping[int, str]) -> Links:
+    """A report's links from its PRs' URLs; only plain http(s) ones, so none from the data can
+    become a javascript: link."""
+    known = {number: url for number, url in urls.items() if _web(url)}
+    # GitHub Enterprise digests carry their host; PRs without a digest link next to them.
+    base = next(
+        (u.rsplit("/pull/", 1)[0] for u in known.values() if "/pull/" in u),
+        f"https://github.com/{quote(repo, safe='/')}",
+    )
+    return Links(base, known)
+
+
+def _web(url: str) -> bool:
+    try:
+        return urlsplit(url).scheme in ("http", "https")
+    except ValueError:
+        return False

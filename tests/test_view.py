@@ -1,0 +1,141 @@
+"""The views: each report's sections in order, what they hold, and where its PRs link."""
+
+from __future__ import annotations
+
+from prhub.publish import render
+from prhub.publish.labels import view as labels_view
+from prhub.publish.parts import Items, Line, Para, Refs, Section, Table, Words, links
+from prhub.publish.view import digest_view, tags_view, weekly_view
+from prhub.weekly.report import author_line, figures
+from tests.test_html import empty_report, no_narrative_report
+from tests.test_render import digest, report, sparse_report
+
+
+def headings(sections: tuple[Section, ...]) -> list[str]:
+    """The headings of sections and their subsections, in order, as Markdown shows them."""
+    out = []
+    for s in sections:
+        out.append(render.md_text(s.heading))
+        out += headings(s.sections)
+    return out
+
+
+def test_the_weekly_view_lists_its_sections_in_order():
+    v = weekly_view(report())
+    assert headings(v.sections) == [
+        "本周亮点",
+        "风险观察",
+        "完整周报",
+        "1. 执行摘要",
+        "2. 本周重点变化",
+        "3. 模块与主题趋势",
+        "4. 风险观察",
+        "5. 重点 PR 速览",
+        "6. 后续建议",
+        "本周数据",
+        "全部 PR",
+    ]
+    assert [s.callout for s in v.sections[:2]] == ["highlights", "risks"]
+    assert v.summary is None and v.empty == "" and v.footer.startswith("weekly@v1 · ")
+    assert render.md_text(v.meta[-1]) == "生成于 2026-08-03 09:02"
+
+
+def test_empty_sections_are_left_out_and_the_rest_numbered():
+    v = weekly_view(sparse_report())
+    assert headings(v.sections)[2:7] == [
+        "完整周报",
+        "1. 执行摘要",
+        "2. 风险观察",
+        "3. 重点 PR 速览",
+        "4. 后续建议",
+    ]
+    assert len(v.meta) == 4  # no time it was made
+
+
+def test_a_week_without_prs_says_so_and_shows_nothing_else():
+    v = weekly_view(empty_report())
+    assert v.empty == "本周没有合入任何 PR。"
+    assert (v.sections, v.summary, v.footer, v.lead) == ((), None, "", "")
+
+
+def test_a_week_without_narrative_shows_its_figures_then_its_data():
+    r = no_narrative_report()
+    v = weekly_view(r)
+    assert v.summary is not None and render.md_text(v.summary) == figures(r.facts, render.md)
+    assert headings(v.sections) == ["本周数据", "全部 PR", "未能生成导读的 PR"]
+    failed = v.sections[-1].blocks[0]
+    assert isinstance(failed, Items) and failed.items == () and failed.label
+    assert render.md_text(failed.long[0]) == "#107：超时 `read`"
+
+
+def test_texts_of_the_facts_keep_their_words_apart_from_the_data():
+    r = report()
+    data = next(s for s in weekly_view(r).sections if s.heading == Words("本周数据"))
+    texts = [b.text for b in data.blocks if isinstance(b, Para)]
+    authors = next(t for t in texts if render.md_text(t).startswith("作者"))
+    assert isinstance(authors, Line)
+    assert "marta-kowal" in authors.parts  # data, escaped where it is shown
+    assert Words("作者 5 人，最多产的 ") in authors.parts
+    assert render.md_text(authors) == author_line(r.facts, render.md)
+
+
+def test_the_pr_table_carries_each_rows_pr_and_tags_for_the_filter():
+    v = weekly_view(report())
+    every = next(s for s in v.sections if s.heading == Words("全部 PR"))
+    table = every.blocks[1]
+    assert isinstance(table, Table) and table.columns[0] == "pr"
+    assert [row.pr for row in table.rows] == report().facts.prs
+    assert table.rows[-1].tags == ("trainer", "refactor", "breaking")
+    first = table.rows[0].cells[0]
+    assert first == Refs(((101, "https://github.com/acme/rocket/pull/101"),), linked=True)
+
+
+def test_the_digest_view_lists_what_the_digest_holds():
+    d = digest()
+    v = digest_view(d, "UTC")
+    assert [render.md_text(s.heading) for s in v.sections] == [
+        "值得关注的设计决策",
+        "风险",
+        "后续跟进",
+    ]
+    first = v.sections[0].blocks[0]
+    assert isinstance(first, Items) and first.numbered
+    assert render.md_text(v.meta[2]) == "合并于 2026-07-27 03:12"
+    assert v.title == f"#101 {d.content.title} · acme/rocket"
+    bare = digest_view(d.model_copy(update={"labels": [], "modules": [], "kind": None}))
+    assert render.md_text(bare.tags) == "标签：无 · 相关：#95 #102"
+
+
+def test_the_labels_view_groups_prs_and_names_the_tags_a_missing_one_points_to():
+    v = tags_view(labels_view(report(), "rollout"))
+    [group] = v.sections
+    assert render.md_text(group.heading) == "rollout（2）"
+    assert [render.md_text(s.heading).split(" ")[0] for s in group.sections] == [
+        "[#101](https://github.com/acme/rocket/pull/101)",
+        "[#103](https://github.com/acme/rocket/pull/103)",
+    ]
+    assert v.available is None
+    missing = tags_view(labels_view(report(), "nope"))
+    assert missing.sections[0].empty == "本周没有这个标签的 PR。"
+    assert missing.available is not None
+
+
+def test_a_long_list_says_what_a_page_folds_away():
+    assert Items(long=tuple("abcdefg"), label="条风险").folded == "另有 2 项条风险（共 7 项）"
+    assert Items(long=tuple("abcde")).folded == ""
+
+
+def test_links_follow_the_digests_host_and_drop_what_is_not_http():
+    urls = links(
+        "acme/rocket",
+        {
+            1: "https://ghe.example.com/acme/rocket/pull/1",
+            2: "javascript:alert(1)",
+            3: "http://[::1",  # not a URL at all
+        },
+    )
+    assert urls.pr(1) == "https://ghe.example.com/acme/rocket/pull/1"
+    assert urls.pr(2) == "https://ghe.example.com/acme/rocket/pull/2"
+    assert urls.pr(3) == "https://ghe.example.com/acme/rocket/pull/3"
+    assert urls.commit("abc123") == "https://ghe.example.com/acme/rocket/commit/abc123"
+    assert links("acme/rocket", {}).pr(9) == "https://github.com/acme/rocket/pull/9"
