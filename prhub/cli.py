@@ -154,7 +154,7 @@ def summarize(
         try:
             with run:
                 digest = run.summarize(pr)
-            output.publish_digest(digest, settings, chosen.value, out)
+            output.publish_digest(digest, settings, chosen, out)
             done = True
         finally:
             # A failed run still says what it paid for.
@@ -195,7 +195,7 @@ def weekly(
             text = progress.dry_run_text(plan, settings)
             output.write(text, None if out in (None, "-") else Path(out))
             return
-        _week("weekly", settings, options, lambda r: output.publish_weekly(r, chosen.value, out))
+        _week("weekly", settings, options, lambda r: output.publish_weekly(r, chosen, out))
     except PrhubError as exc:
         _fail(exc)
 
@@ -220,7 +220,7 @@ def labels(
             "labels",
             settings,
             options,
-            lambda r: output.publish_labels(r, tag, settings, out, chosen.value),
+            lambda r: output.publish_labels(r, tag, settings, out, chosen),
         )
     except PrhubError as exc:
         _fail(exc)

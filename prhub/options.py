@@ -77,6 +77,9 @@ class Format(StrEnum):
     html = "html"
 
 
+SUFFIX = {Format.markdown: "md", Format.json: "json", Format.html: "html"}  # of each format's files
+
+
 class ResponseMode(StrEnum):
     json_schema = "json_schema"
     json_object = "json_object"
@@ -157,7 +160,7 @@ WEEK["year"] = (
     ],
     None,
 )
-SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".html": "html"}
+SUFFIXES = {f".{suffix}": fmt for fmt, suffix in SUFFIX.items()} | {".markdown": Format.markdown}
 
 
 def out_format(fmt: Format | None, out: str | Path | None) -> Format:
@@ -168,7 +171,7 @@ def out_format(fmt: Format | None, out: str | Path | None) -> Format:
             f"--out {out} names a {implied} file but --format is {fmt.value}: drop one",
             param_hint="'--out'",
         )
-    return fmt or Format(implied or "markdown")
+    return fmt or implied or Format.markdown
 
 
 def pr_option(values: Sequence[str], repo: str | None) -> tuple[str | None, int]:

@@ -8,18 +8,16 @@ import sys
 import tempfile
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
 
 from prhub.config import Settings
 from prhub.defaults import DEFAULTS
 from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
+from prhub.options import SUFFIX, Format
 from prhub.publish import html, labels, render
 from prhub.text import plural
 from prhub.weekly.report import WeeklyReport
 
-Format = Literal["markdown", "json", "html"]
-SUFFIX: dict[str, str] = {"markdown": "md", "json": "json", "html": "html"}
 REPORTS = Path("reports")
 
 
@@ -42,7 +40,7 @@ def weekly_text(report: WeeklyReport, fmt: Format) -> str:
 
 
 def labels_text(
-    report: WeeklyReport, tag: str | None, aliases: dict[str, str], fmt: Format = "markdown"
+    report: WeeklyReport, tag: str | None, aliases: dict[str, str], fmt: Format = Format.markdown
 ) -> str:
     """The week's digests grouped by tag; `tag` in any spelling its aliases fold."""
     view = labels.view(report, tag, aliases)
@@ -189,7 +187,7 @@ def publish_labels(
     tag: str | None,
     settings: Settings,
     out: Path | None,
-    fmt: Format = "markdown",
+    fmt: Format = Format.markdown,
 ) -> None:
     """Renders the week's digests grouped by tag and writes them to `out` (None: stdout)."""
     write(labels_text(report, tag, settings.tags, fmt), out)
