@@ -17,7 +17,7 @@ from markupsafe import escape
 from prhub.model import PRDigest
 from prhub.publish import html, render
 from prhub.weekly.report import BreakingChange, FailedPR, Revert, WeeklyReport
-from tests.test_render import (
+from tests.factories import (
     INJECT,
     INJECTED,
     MARKDOWN,
@@ -585,7 +585,7 @@ def test_weekly_page_opens_with_the_lead_and_pairs_a_revert_in_one_row():
 
 
 def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_html():
-    from tests.test_render import HIDDEN, SPOOFED
+    from tests.factories import HIDDEN, SPOOFED
 
     d = injected_digest(SPOOFED, SPOOFED)
     r = report()

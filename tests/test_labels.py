@@ -8,7 +8,7 @@ import json
 from prhub.publish import html, labels, render
 from prhub.publish.labels import labels_markdown, view
 from prhub.tags import tag_name
-from tests.test_render import (
+from tests.factories import (
     INJECT,
     INJECTED,
     MARKDOWN,
