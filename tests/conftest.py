@@ -1,4 +1,5 @@
-"""Shared fixtures: stand-in servers, a hermetic environment and the shared corpus."""
+"""Shared fixtures: stand-in servers, a hermetic environment, clients on the stand-ins and the
+shared corpus. The builders and data they use are in `factories.py`."""
 
 from __future__ import annotations
 
@@ -6,16 +7,14 @@ import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from prhub import retry
+from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY, ROOT, MakeLLM, cli_env, settings
 from tests.standins import GitHubStandIn, LLMStandIn
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-GITHUB_TOKEN = "ghp_FAKEtoken0000000000000000000000000000"
-OPENAI_KEY = "sk-FAKEkey0000000000000000000000"
 # prhub reads these; a developer's own values, or the CI runner's, must not leak into tests.
 ENV_VARS = ("GH_TOKEN", "PRHUB_CONFIG", "CI", "GITHUB_ACTIONS")
 
@@ -68,18 +67,55 @@ def corpus_dir() -> Path:
     return path
 
 
-def cli_env(github: GitHubStandIn, llm: LLMStandIn, store: Path, **extra: str) -> dict:
-    """The environment a CLI run against the stand-ins gets: every prhub variable cleared, then
-    the stand-ins, the fake credentials and `store`, then `extra`."""
-    from prhub.config import ENV
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """Where a CLI run keeps its store."""
+    return tmp_path / "store.db"
 
-    env: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
-    env.update(
-        GITHUB_TOKEN=GITHUB_TOKEN,
-        OPENAI_API_KEY=OPENAI_KEY,
-        OPENAI_BASE_URL=llm.url,
-        GITHUB_API_URL=github.url,
-        PRHUB_STORE=str(store),
-        **extra,
-    )
-    return env
+
+@pytest.fixture
+def env(
+    github: GitHubStandIn,
+    llm: LLMStandIn,
+    store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> dict[str, str | None]:
+    """The environment of a CLI run for acme/rocket on the stand-ins, in `tmp_path` (where
+    reports/ and any prhub.toml go)."""
+    monkeypatch.chdir(tmp_path)
+    return cli_env(github, llm, store, PRHUB_REPO="acme/rocket")
+
+
+@pytest.fixture
+def make_llm(llm: LLMStandIn) -> Iterator[MakeLLM]:
+    """Builds LLM clients on the stand-in (settings overridable) and closes them after."""
+    from prhub.llm.llm import LLM
+
+    made: list[LLM] = []
+
+    def make(mode: str | None = None, **overrides: Any) -> LLM:
+        client = LLM(settings(llm, **overrides), counter=retry.RetryCounter(), mode=mode)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+def make_source(github: GitHubStandIn) -> Iterator[Any]:
+    """Builds GitHub sources on the stand-in (settings overridable) and closes them after."""
+    from prhub.github.source import GitHubSource
+
+    made: list[GitHubSource] = []
+
+    def make(**overrides: Any) -> GitHubSource:
+        source = GitHubSource(settings(github, **overrides), counter=retry.RetryCounter())
+        made.append(source)
+        return source
+
+    yield make
+    for source in made:
+        source.close()

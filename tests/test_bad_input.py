@@ -10,11 +10,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from prhub.cli import app
-from prhub.config import ENV
-from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import FIXTURES, GITHUB_TOKEN, cli_env, prhub
 from tests.standins import GitHubStandIn, LLMStandIn
 
 PULLS = FIXTURES / "github" / "acme" / "rocket" / "pulls"
@@ -38,18 +36,8 @@ def add_pr(data: Path, number: int, files: list[dict], **pull: object) -> None:
 
 
 def run(github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, *args: str) -> Result:
-    env: dict[str, str | None] = dict.fromkeys(ENV.values())
-    env.update(
-        GITHUB_TOKEN=GITHUB_TOKEN,
-        OPENAI_API_KEY=OPENAI_KEY,
-        OPENAI_BASE_URL=llm.url,
-        GITHUB_API_URL=github.url,
-        PRHUB_STORE=str(tmp_path / "store.db"),
-        PRHUB_REPO="acme/rocket",
-        PRHUB_MAX_ATTEMPTS="2",
-        PRHUB_RETRY_BASE_WAIT="0.01",
-    )
-    return CliRunner().invoke(app, ["summarize", "-q", *args], env=env)
+    env = cli_env(github, llm, tmp_path / "store.db", PRHUB_REPO="acme/rocket")
+    return prhub(env, "summarize", "-q", *args)
 
 
 def test_a_patch_that_was_not_utf8_is_digested(data, llm, tmp_path):

@@ -17,7 +17,7 @@ import yaml
 from prhub import __version__, ci
 from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, next_steps, requirement, workflow_text
 from prhub.errors import ConfigError
-from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import MODEL
 

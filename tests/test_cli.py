@@ -6,7 +6,6 @@ import errno
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -14,13 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from prhub.cli import app
 from prhub.config import ENV
 from prhub.llm.reply import example
 from prhub.model import DigestContent
-from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import (
+    FIXTURES,
+    GITHUB_TOKEN,
+    assert_fails,
+    assert_ok,
+    cli_env,
+    closed_port_url,
+    summarize,
+)
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import embedded_example
 
@@ -30,70 +37,14 @@ BODY_LINE = "Fixes #95, related to #102 (GRPO evaluation uses greedy rollouts)."
 PATCH_LINE = "+MIN_TEMPERATURE = 1e-5"
 
 
-def closed_port_url() -> str:
-    """A loopback URL nothing listens on: connecting is refused at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
-
-
-def make_env(
-    github: GitHubStandIn, llm: LLMStandIn, store: Path, **overrides: str | None
-) -> dict[str, str | None]:
-    """Every setting's variable cleared (a developer's own must not leak in), then the test's."""
-    env: dict[str, str | None] = dict.fromkeys(ENV.values())
-    env.update(
-        GITHUB_TOKEN=GITHUB_TOKEN,
-        OPENAI_API_KEY=OPENAI_KEY,
-        OPENAI_BASE_URL=llm.url,
-        GITHUB_API_URL=github.url,
-        PRHUB_STORE=str(store),
-        PRHUB_MAX_ATTEMPTS="2",
-        PRHUB_RETRY_BASE_WAIT="0.01",
-    )
-    env.update(overrides)
-    return env
-
-
-def summarize(env: dict[str, str | None], *args: str, pr: int = 101) -> Result:
-    """Runs `prhub summarize --pr N --repo acme/rocket ARGS`."""
-    argv = ["summarize", "--pr", str(pr), "--repo", "acme/rocket", *args]
-    return CliRunner().invoke(app, argv, env=env)
-
-
-def assert_ok(result: Result) -> None:
-    assert result.exit_code == 0, (result.stderr, result.exception)
-
-
-def assert_fails(result: Result, exit_code: int, says: str, spent: bool = False) -> None:
-    """One `prhub: error:` line on stderr naming the problem, its exit code, no traceback;
-    after the run's summary line when it spent LLM calls before failing."""
-    assert result.exit_code == exit_code, (result.stderr, result.exception)
-    assert isinstance(result.exception, SystemExit), result.exception  # not a crash
-    lines = result.stderr.splitlines()
-    if spent:
-        summary = lines.pop(0)
-        assert summary.startswith("prhub: 1 PR (0 from the store, "), summary
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("prhub: error: ")
-    assert says in lines[0]
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-
-
 def paths(standin: GitHubStandIn | LLMStandIn) -> list[str]:
     return [r["path"] for r in standin.requests]
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
+    """A store in a folder that does not exist yet."""
     return tmp_path / "store" / "prhub.db"
-
-
-@pytest.fixture
-def env(github: GitHubStandIn, llm: LLMStandIn, store: Path) -> dict[str, str | None]:
-    return make_env(github, llm, store)
 
 
 # Output
@@ -204,7 +155,7 @@ def test_reply_invalid_twice(env: dict[str, str | None], llm: LLMStandIn) -> Non
 
 
 def test_missing_repo(env: dict[str, str | None], github: GitHubStandIn) -> None:
-    result = CliRunner().invoke(app, ["summarize", "--pr", "101"], env=env)
+    result = CliRunner().invoke(app, ["summarize", "--pr", "101"], env={**env, "PRHUB_REPO": None})
     assert_fails(result, 3, "--repo")
     assert github.requests == []
 
@@ -281,7 +232,7 @@ def test_secrets_reach_no_request_body_output_or_store(
         GitHubStandIn(FIXTURES / "github", token=gh_secret) as github,
         LLMStandIn(api_key=llm_secret) as llm,
     ):
-        env = make_env(github, llm, store, GITHUB_TOKEN=gh_secret, OPENAI_API_KEY=llm_secret)
+        env = cli_env(github, llm, store, GITHUB_TOKEN=gh_secret, OPENAI_API_KEY=llm_secret)
         github.script(r"/pulls/101$", [(502, {}, {"message": "Server Error"})])
         llm.script([(500, {}, {"error": {"message": "boom"}})])
         runs = [
@@ -548,7 +499,7 @@ UNAUTHENTICATED = (
 
 def test_without_a_github_token_one_line_warns(llm: LLMStandIn, store: Path) -> None:
     with GitHubStandIn(FIXTURES / "github") as github:  # no token: anonymous requests answered
-        env = make_env(github, llm, store, GITHUB_TOKEN=None)
+        env = cli_env(github, llm, store, GITHUB_TOKEN=None)
         result = summarize(env)
         quiet = summarize(env, "--quiet")
     assert_ok(result)
@@ -602,7 +553,6 @@ def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
 
 
 def _bare_env(tmp_path: Path) -> dict[str, str]:
-    from prhub.config import ENV
 
     values = {k: v for k, v in os.environ.items() if k not in {*ENV.values(), "PRHUB_CONFIG"}}
     return {**values, "PRHUB_REPO": "acme/rocket", "PRHUB_STORE": str(tmp_path / "s.db")}
@@ -649,7 +599,7 @@ def test_a_hostile_prompt_dir_runs_nothing_even_in_a_dry_run(
     shell = "{{ cycler.__init__.__globals__.os.popen('touch PWNED').read() }}"
     leak = "{{ lipsum.__globals__.os.environ.GITHUB_TOKEN }}"
     (folder / "v99.user.j2").write_text(f"{shell}{leak}")
-    env = make_env(github, llm, tmp_path / "store.db")
+    env = cli_env(github, llm, tmp_path / "store.db")
     result = summarize(env, "--dry-run", "--prompt-dir", str(tmp_path / "mine"))
     assert_fails(result, 3, "prompt digest@v99")
     assert GITHUB_TOKEN not in result.output and not (tmp_path / "PWNED").exists()

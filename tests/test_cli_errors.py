@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import assert_fails, cli_env, summarize
 from tests.standins import GitHubStandIn
-from tests.test_cli import assert_fails, make_env, summarize
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def not_an_api(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
 
 def test_an_endpoint_that_is_no_llm_api_is_a_configuration_error(github, llm, tmp_path, not_an_api):
     url, seen = not_an_api
-    env = make_env(github, llm, tmp_path / "s.db", OPENAI_BASE_URL=url, PRHUB_MAX_ATTEMPTS="5")
+    env = cli_env(github, llm, tmp_path / "s.db", OPENAI_BASE_URL=url, PRHUB_MAX_ATTEMPTS="5")
     started = time.monotonic()
     result = summarize(env)
     assert_fails(result, 10, "is OPENAI_BASE_URL an OpenAI-compatible API?", spent=False)
@@ -46,7 +46,7 @@ def test_an_endpoint_that_is_no_llm_api_is_a_configuration_error(github, llm, tm
 
 
 def test_a_wrong_path_on_an_llm_api_is_a_configuration_error(github, llm, tmp_path):
-    env = make_env(github, llm, tmp_path / "s.db", OPENAI_BASE_URL=llm.url + "/nothing")
+    env = cli_env(github, llm, tmp_path / "s.db", OPENAI_BASE_URL=llm.url + "/nothing")
     assert_fails(summarize(env), 10, "is OPENAI_BASE_URL an OpenAI-compatible API?")
 
 
@@ -58,25 +58,25 @@ def test_an_unknown_model_is_still_named_as_such(github, llm, tmp_path):
         "code": "model_not_found",
     }
     llm.script([(404, {}, {"error": error})])
-    result = summarize(make_env(github, llm, tmp_path / "s.db", PRHUB_MODEL="no-such-model"))
+    result = summarize(cli_env(github, llm, tmp_path / "s.db", PRHUB_MODEL="no-such-model"))
     assert_fails(result, 10, "model 'no-such-model' not found")
 
 
 def test_no_token_is_told_apart_from_a_rejected_one(github, llm, tmp_path):
-    none = summarize(make_env(github, llm, tmp_path / "s.db", GITHUB_TOKEN=None))
+    none = summarize(cli_env(github, llm, tmp_path / "s.db", GITHUB_TOKEN=None))
     assert none.exit_code == 4
     assert none.stderr.splitlines()[-1].endswith("export GITHUB_TOKEN (or GH_TOKEN)")
     assert "wants a token and none is set" in none.stderr and "rejected" not in none.stderr
-    bad = summarize(make_env(github, llm, tmp_path / "s.db", GITHUB_TOKEN="ghp_wrong"))
+    bad = summarize(cli_env(github, llm, tmp_path / "s.db", GITHUB_TOKEN="ghp_wrong"))
     assert_fails(bad, 4, "GitHub rejected the token")
 
 
 def test_a_missing_secret_in_ci_says_where_to_add_it(github, llm, tmp_path):
-    env = make_env(github, llm, tmp_path / "s.db", OPENAI_API_KEY=None, GITHUB_ACTIONS="true")
+    env = cli_env(github, llm, tmp_path / "s.db", OPENAI_API_KEY=None, GITHUB_ACTIONS="true")
     result = summarize(env)
     assert_fails(result, 3, "Settings > Secrets and variables > Actions")
     assert "export" not in result.stderr
-    local = summarize(make_env(github, llm, tmp_path / "s.db", OPENAI_API_KEY=None))
+    local = summarize(cli_env(github, llm, tmp_path / "s.db", OPENAI_API_KEY=None))
     assert_fails(local, 3, "export OPENAI_API_KEY")
 
 
@@ -99,6 +99,6 @@ def test_config_file_mistakes_are_named_in_the_file(
 ):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "prhub.toml").write_text(text)
-    result = summarize(make_env(github, llm, tmp_path / "s.db"))
+    result = summarize(cli_env(github, llm, tmp_path / "s.db"))
     assert_fails(result, 3, says)
     assert "OPENAI_BASE_URL" not in result.stderr

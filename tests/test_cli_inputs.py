@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_cli_weekly import env as env  # noqa: F401 (the fixture)
-from tests.test_cli_weekly import prhub
+from tests.factories import prhub
 
 WEEK = ("--week", "31", "--year", "2026")
 

@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from prhub import pipeline
-from tests.conftest import OPENAI_KEY
+from tests.factories import OPENAI_KEY, prhub, responder, settings
 from tests.standins import LLMStandIn
-from tests.test_cli_weekly import env as env  # noqa: F401 (the fixture)
-from tests.test_cli_weekly import prhub
-from tests.test_pipeline import responder, settings
 
 WEEK = ("--week", "31", "--year", "2026")
 REPORT = Path("reports/acme/rocket/2026-W31.md")
@@ -125,7 +122,7 @@ def test_verbose_logs_every_github_request_and_retry(env, github, tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.factories import ROOT
 
     github.script(r"/pulls/103$", [(502, {}, {"message": "Bad gateway"})])
     child_env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}

@@ -8,35 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from prhub.cli import app
-from prhub.config import ENV
 from prhub.options import YEARS
 from prhub.progress import Display
-from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY, prhub, responder
 from tests.standins import GitHubStandIn, LLMStandIn
-
-
-@pytest.fixture
-def env(github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, monkeypatch) -> dict:
-    monkeypatch.chdir(tmp_path)  # reports/ and any prhub.toml live here
-    values: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
-    values.update(
-        GITHUB_TOKEN=GITHUB_TOKEN,
-        OPENAI_API_KEY=OPENAI_KEY,
-        OPENAI_BASE_URL=llm.url,
-        GITHUB_API_URL=github.url,
-        PRHUB_STORE=str(tmp_path / "store.db"),
-        PRHUB_REPO="acme/rocket",
-        PRHUB_MAX_ATTEMPTS="2",
-        PRHUB_RETRY_BASE_WAIT="0.01",
-    )
-    return values
-
-
-def prhub(env: dict, *args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env=env)
 
 
 def test_weekly_writes_the_report_and_logs_plain_progress(env, llm, tmp_path):
@@ -123,7 +99,6 @@ def test_week_that_is_not_a_number_is_a_usage_error(env):
 
 def test_partial_failure_writes_the_report_and_exits_12(env, llm, tmp_path):
     from tests.standins.llm import prompt_text
-    from tests.test_pipeline import responder
 
     def flaky(body):
         return "not json" if "PR #104" in prompt_text(body) else responder(body)
@@ -493,8 +468,6 @@ def test_no_secret_in_any_artifact_even_verbose_with_faults(tmp_path):
     """A real `prhub weekly --verbose` with retries: the token and key appear nowhere it wrote."""
     import subprocess
     import sys
-
-    from tests.conftest import FIXTURES
 
     token = "ghp_" + "Zq9" * 12
     key = "sk-" + "Vw7" * 14

@@ -7,7 +7,6 @@ the report, and deleting other runs' temporary files could break a run writing a
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -21,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from prhub.config import ENV
-from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import OPENAI_KEY, cli_env, process_env
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import prompt_text
 
@@ -33,17 +31,7 @@ TEMP = re.compile(r"^\.report\.md\..+\.tmp$")
 
 def env(github_url: str, llm_url: str, store: Path) -> dict[str, str]:
     """This process's environment without prhub settings or config file, then the run's own."""
-    values = {k: v for k, v in os.environ.items() if k not in {*ENV.values(), "PRHUB_CONFIG"}}
-    values.update(
-        GITHUB_TOKEN=GITHUB_TOKEN,
-        OPENAI_API_KEY=OPENAI_KEY,
-        GITHUB_API_URL=github_url,
-        OPENAI_BASE_URL=llm_url,
-        PRHUB_STORE=str(store),
-        PRHUB_JOBS="2",
-        PRHUB_RETRY_BASE_WAIT="0.01",
-    )
-    return values
+    return process_env(cli_env(github_url, llm_url, store, PRHUB_JOBS="2", PRHUB_MAX_ATTEMPTS=None))
 
 
 def weekly(folder: Path, github: GitHubStandIn, llm: LLMStandIn) -> subprocess.Popen[bytes]:

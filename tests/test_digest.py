@@ -21,15 +21,9 @@ from prhub.model import FileChange, PullRequest
 from prhub.prepare.redact import scrub
 from prhub.prepare.tokens import count
 from prhub.publish import render
-from tests.conftest import OPENAI_KEY
+from tests.factories import CASES, change, make_pr, part_notes, settings, synthetic
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
-from tests.test_prepare import change, make_pr, synthetic
-from tests.test_redact import CASES
-
-
-def settings(llm: LLMStandIn, **extra: Any) -> Settings:
-    return Settings(openai_base_url=llm.url, openai_api_key=OPENAI_KEY, max_attempts=1, **extra)
 
 
 def digest_through(llm: LLMStandIn, pr: PullRequest, config: Settings) -> list[dict[str, Any]]:
@@ -247,21 +241,6 @@ def test_each_chunk_call_stands_on_its_own(llm):
     limits = note_limits(budgets(pr, config)[2])
     assert all(f"不超过 {limits['summary']} 个字符" in text for text in chunks)
     assert all(f"合计不超过 {limits['risks']} 个字符" in text for text in chunks)
-
-
-def part_notes(part: int) -> dict[str, Any]:
-    """Notes a strong model writes for one part: long, several risks, all within the limits."""
-    return {
-        "summary": f"第{part}段笔记开头。"
-        + "这一段重写了调度器的批处理逻辑，并补上边界检查。" * 6
-        + f"第{part}段笔记结尾。",
-        "key_files": [f"pkg/mod{part}/sub0/file_{part}.py"],
-        "identifiers": [f"Scheduler{part}.flush_batch", f"retry_limit_{part}"],
-        "risks": [
-            f"第{part}段风险{i}：批大小为零时调度器会空转，重试上限未做校验会反复提交。"
-            for i in range(4)
-        ],
-    }
 
 
 def test_the_reduce_call_gets_every_note_whole_and_in_part_order(llm):

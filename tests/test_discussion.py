@@ -10,9 +10,8 @@ from prhub.digest.digest import digest_pr, plan
 from prhub.llm.llm import LLM, message_tokens
 from prhub.model import Comment, Review
 from prhub.prepare.discussion import budget, discussion
-from tests.conftest import OPENAI_KEY
+from tests.factories import change, make_pr, settings
 from tests.standins import LLMStandIn
-from tests.test_prepare import change, make_pr
 
 SMALL = Settings(input_budget=4000)  # a discussion budget of 500 tokens
 
@@ -102,11 +101,11 @@ def test_the_digest_prompt_fences_the_discussion_and_names_the_approvers() -> No
 
 
 def test_a_pr_without_discussion_gets_no_discussion_notes(llm: LLMStandIn) -> None:
-    settings = Settings(openai_base_url=llm.url, openai_api_key=OPENAI_KEY, max_attempts=1)
+    config = settings(llm)
     bare = make_pr([change("pkg/a.py")])
     talked = bare.model_copy(update={"discussion": [comment("Please add a test.", "MEMBER")]})
-    with closing(LLM(settings)) as client:
-        quiet, lively = digest_pr(bare, settings, client), digest_pr(talked, settings, client)
+    with closing(LLM(config)) as client:
+        quiet, lively = digest_pr(bare, config, client), digest_pr(talked, config, client)
     assert "<discussion>" not in llm.bodies[0]["messages"][1]["content"]
     assert "Please add a test." in llm.bodies[-1]["messages"][1]["content"]
     assert quiet.content.discussion == []
@@ -129,7 +128,7 @@ def test_notes_that_copy_the_discussion_back_are_corrected_then_dropped(llm: LLM
         return json.dumps(reply, ensure_ascii=False)
 
     llm.responder = copier
-    settings = Settings(openai_base_url=llm.url, openai_api_key=OPENAI_KEY, max_attempts=1)
+    config = settings(llm)
     pr = make_pr([change("pkg/a.py")]).model_copy(
         update={
             "discussion": [
@@ -137,8 +136,8 @@ def test_notes_that_copy_the_discussion_back_are_corrected_then_dropped(llm: LLM
             ]
         }
     )
-    with closing(LLM(settings)) as client:
-        made = digest_pr(pr, settings, client)
+    with closing(LLM(config)) as client:
+        made = digest_pr(pr, config, client)
     assert len(llm.bodies) == 2  # one corrective call
     assert "评审讨论要点不能照抄评论原文" in llm.bodies[1]["messages"][-1]["content"]
     assert made.content.discussion == ["@lead 要求补一个单元测试，作者承诺在后续 PR 处理。"]

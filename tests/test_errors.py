@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import pytest
 
 from prhub import errors
 from prhub.errors import PrhubError
-from tests.conftest import ROOT
+from tests.factories import ROOT, cli_env, closed_port_url, summarize
 
 
 def error_classes() -> list[type[PrhubError]]:
@@ -25,10 +28,6 @@ def readme_codes() -> list[int]:
     return [int(m) for m in re.findall(r"^\|\s*(\d+)\s*\|", section, re.MULTILINE)]
 
 
-def test_the_base_error_exits_1():
-    assert PrhubError.exit_code == 1
-
-
 def test_every_subclass_has_its_own_code_between_3_and_14():
     classes = error_classes()
     assert {errors.ConfigError, errors.OutputError} <= set(classes)
@@ -37,13 +36,27 @@ def test_every_subclass_has_its_own_code_between_3_and_14():
     assert all(3 <= code <= 14 for code in codes), codes
 
 
-def test_every_subclass_is_a_prhub_error_with_a_docstring():
+def test_every_error_class_says_in_one_line_what_it_means():
     for cls in error_classes():
-        assert issubclass(cls, Exception)
         assert cls.__doc__ and "\n" not in cls.__doc__.strip(), cls.__name__
-        exc = cls("what failed: what to do")
-        assert str(exc) == "what failed: what to do"
-        assert exc.exit_code == cls.exit_code
+
+
+@pytest.mark.parametrize("cls", [PrhubError, *error_classes()], ids=lambda cls: cls.__name__)
+def test_the_cli_exits_with_the_code_of_the_error_and_its_message_alone(
+    cls: type[PrhubError], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from prhub import pipeline
+
+    def fail(self: pipeline.Run, number: int) -> None:
+        raise cls("what failed: what to do")
+
+    monkeypatch.setattr(pipeline.Run, "summarize", fail)
+    nowhere = closed_port_url()
+    result = summarize(cli_env(nowhere, nowhere + "/v1", tmp_path / "store.db"))
+    assert result.exit_code == cls.exit_code, (result.stderr, result.exception)
+    assert result.stderr == "prhub: error: what failed: what to do\n"
+    assert result.stdout == ""
+    assert cls.exit_code in readme_codes()
 
 
 def test_readme_table_lists_each_code_exactly_once():

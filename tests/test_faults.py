@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from github import Auth, Github
-from pydantic import BaseModel, ConfigDict, Field
 
 from prhub import pipeline, retry
 from prhub.config import Settings
@@ -22,47 +21,17 @@ from prhub.github.source import GitHubSource
 from prhub.llm.llm import LLM, ContextTooLong, message_tokens
 from prhub.model import FileChange, PullRequest
 from prhub.weekly.report import WeeklyReport
-from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import FIXTURES, GITHUB_TOKEN, MESSAGES, OPENAI_KEY, REPO, Rating, settings
+from tests.factories import settings as llm_settings
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.github import Answer
 from tests.standins.llm import default_responder, prompt_text
 
-REPO = "acme/rocket"
 WEEK_31 = [101, 102, 103, 104, 105, 106]
 SECONDARY = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
 )
 PRIMARY = "API rate limit exceeded for user ID 1."
-MESSAGES = [
-    {"role": "system", "content": "Rate the pull request. Reply with one JSON object."},
-    {"role": "user", "content": "PR #1: fix a typo in the README."},
-]
-
-
-class Rating(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    verdict: str
-    score: int = Field(ge=0, le=10)
-
-
-def settings(github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path, **extra: Any) -> Settings:
-    """Retries fast, and enough of them that one request in five failing is survivable.
-
-    An attempt is one request, so with 20 % faults all 8 attempts of a call fail once in
-    390,000 calls (6 attempts: once in 15,600); a week of six PRs makes about 30 calls.
-    """
-    values: dict[str, Any] = {
-        "repo": REPO,
-        "github_url": github.url,
-        "github_token": GITHUB_TOKEN,
-        "openai_base_url": llm.url,
-        "openai_api_key": OPENAI_KEY,
-        "store": tmp_path / "store.db",
-        "retry_base_wait": 0.01,
-        "max_attempts": 8,
-    }
-    return Settings(**{**values, **extra})
 
 
 @pytest.fixture
@@ -205,11 +174,6 @@ def test_retries_stop_at_the_total_time_bound(github: GitHubStandIn, waits: list
 
 
 # LLM: each kind of fault, scripted
-
-
-def llm_settings(llm: LLMStandIn, **extra: Any) -> Settings:
-    values = {"openai_base_url": llm.url, "openai_api_key": OPENAI_KEY, "retry_base_wait": 0.01}
-    return Settings(**{**values, **extra})
 
 
 def llm_error(status: int, message: str, code: str | None, **headers: str) -> Answer:

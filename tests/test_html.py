@@ -17,14 +17,16 @@ from markupsafe import escape
 from prhub.model import PRDigest
 from prhub.publish import html, render, view
 from prhub.weekly.report import BreakingChange, FailedPR, Revert, WeeklyReport
-from tests.test_render import (
+from tests.factories import (
     INJECT,
     INJECTED,
     MARKDOWN,
     check_golden,
     digest,
+    empty_report,
     hostile_narrative_report,
     injected_digest,
+    no_narrative_report,
     plain,
     report,
     revert_report,
@@ -101,19 +103,6 @@ def hostile_report() -> WeeklyReport:
 
 def html_tag() -> str:
     return hostile_digest().tags[-1]
-
-
-def no_narrative_report() -> WeeklyReport:
-    r = report()
-    meta = r.meta.model_copy(update={"dropped_citations": 2})
-    failed = [FailedPR(number=107, error="超时 `read`")]
-    return r.model_copy(update={"narrative": None, "failed": failed, "meta": meta})
-
-
-def empty_report() -> WeeklyReport:
-    r = report()
-    facts = r.facts.model_copy(update={"prs": [], "pr_count": 0, "key_prs": []})
-    return r.model_copy(update={"facts": facts, "narrative": None, "digests": []})
 
 
 LONG_PATH = "rocket/trainer/" + "very_long_module_name/" * 6 + "and_a_really_long_file_name.py"
@@ -595,7 +584,7 @@ def test_weekly_page_opens_with_the_lead_and_pairs_a_revert_in_one_row():
 
 
 def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_html():
-    from tests.test_render import HIDDEN, SPOOFED
+    from tests.factories import HIDDEN, SPOOFED
 
     d = injected_digest(SPOOFED, SPOOFED)
     r = report()

@@ -7,7 +7,7 @@ from pathlib import Path
 from prhub.config import Settings
 from prhub.model import Comment, Review
 from prhub.store.keys import digest_key
-from tests.test_prepare import change, make_pr
+from tests.factories import change, make_pr
 
 
 def test_a_digest_key_names_what_the_model_is_shown() -> None:
@@ -51,7 +51,7 @@ def test_a_narrative_key_follows_what_its_digests_say() -> None:
     from prhub.model import PRDigest
     from prhub.store.keys import narrative_key
     from prhub.weekly.report import WeeklyFacts
-    from tests.conftest import FIXTURES
+    from tests.factories import FIXTURES
 
     d = PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())
     facts = WeeklyFacts.model_validate(

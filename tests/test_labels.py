@@ -9,7 +9,7 @@ from prhub.publish import html, labels
 from prhub.publish.labels import labels_markdown, view
 from prhub.publish.parts import one_line
 from prhub.tags import tag_name
-from tests.test_render import (
+from tests.factories import (
     INJECT,
     INJECTED,
     MARKDOWN,

@@ -91,3 +91,19 @@ def test_the_readme_shows_the_tree_as_it_is():
     actual = {s: {p.stem for p in (PACKAGE / s).glob("*.py")} - {"__init__"} for s in STAGES}
     assert {k: v for k, v in shown.items() if k in STAGES} == actual
     assert shown["core"] == CORE and shown["top"] == TOP - {"__init__", "__main__"}
+
+
+def test_no_test_module_imports_from_another():
+    """Builders and data live in tests/factories.py and fixtures in tests/conftest.py: a test
+    module never depends on another's helpers."""
+    wrong = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):  # `from tests import test_x` too
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            wrong += [f"{path.name}: {n}" for n in names if re.match(r"tests\.test_", n)]
+    assert not wrong, "\n".join(wrong)

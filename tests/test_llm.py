@@ -2,78 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
 
 from prhub import retry
-from prhub.config import Settings
 from prhub.errors import ConfigError, LLMRequestError, LLMUnavailable
 from prhub.llm import llm as llm_module
 from prhub.llm.llm import LLM, ContextTooLong, message_tokens
 from prhub.model import ChunkNotes, DigestContent, Usage
 from prhub.prepare import tokens
 from prhub.weekly.report import WeeklyNarrative
-from tests.conftest import OPENAI_KEY
+from tests.factories import (
+    MESSAGES,
+    OPENAI_KEY,
+    VALID,
+    MakeLLM,
+    Rating,
+    closed_port_url,
+    digest_messages,
+    prepared,
+    settings,
+)
 from tests.standins import LLMStandIn
 from tests.standins.llm import prompt_text
-from tests.test_prompt import digest_messages, prepared
 
-MESSAGES = [
-    {"role": "system", "content": "Rate the pull request. Reply with one JSON object."},
-    {"role": "user", "content": "PR #1: fix a typo in the README."},
-]
-VALID = '{"verdict": "可跳过", "score": 2}'
 SERVER_ERROR = (500, {}, {"error": {"message": "The server had an error", "type": "server_error"}})
-
-
-class Rating(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    verdict: str
-    score: int = Field(ge=0, le=10)
-
-
-MakeLLM = Callable[..., LLM]
-
-
-def settings(llm: LLMStandIn, **overrides: Any) -> Settings:
-    """Settings for the stand-in with retries fast enough for tests."""
-    values: dict[str, Any] = {
-        "openai_base_url": llm.url,
-        "openai_api_key": OPENAI_KEY,
-        "retry_base_wait": 0.01,
-        "max_attempts": 3,
-        **overrides,
-    }
-    return Settings(**values)
-
-
-def closed_port_url() -> str:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
-
-
-@pytest.fixture
-def make_llm(llm: LLMStandIn) -> Iterator[MakeLLM]:
-    """Builds LLM clients on the stand-in (settings overridable) and closes them after."""
-    made: list[LLM] = []
-
-    def make(mode: str | None = None, **overrides: Any) -> LLM:
-        client = LLM(settings(llm, **overrides), counter=retry.RetryCounter(), mode=mode)
-        made.append(client)
-        return client
-
-    yield make
-    for client in made:
-        client.close()
 
 
 @pytest.fixture

@@ -22,27 +22,23 @@ from prhub.llm import llm_http
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import message_tokens
 from prhub.model import Usage
-from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import (
+    FIXTURES,
+    GITHUB_TOKEN,
+    MESSAGES,
+    OPENAI_KEY,
+    VALID,
+    MakeLLM,
+    Rating,
+    assert_fails,
+    settings,
+    summarize,
+)
+from tests.factories import cli_env as make_env
 from tests.standins import GitHubStandIn, LLMStandIn
-from tests.test_cli import assert_fails, make_env, summarize
-from tests.test_llm import MESSAGES, VALID, MakeLLM, Rating, settings
 
 HTML = b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>Sign in</body></html>"
 BIG = 50 * 2**20
-
-
-@pytest.fixture
-def make_llm(llm: LLMStandIn) -> Iterator[MakeLLM]:
-    """Builds LLM clients on the stand-in (settings overridable) and closes them after."""
-    made: list[LLM] = []
-
-    def make(**overrides: Any) -> LLM:
-        made.append(LLM(settings(llm, **overrides), counter=retry.RetryCounter()))
-        return made[-1]
-
-    yield make
-    for client in made:
-        client.close()
 
 
 def completion(**changes: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from prhub.model import Coverage, PRDigest, PullRequest, Usage
-from tests.conftest import FIXTURES
+from tests.factories import FIXTURES
 
 
 def test_usage_adds_field_by_field_and_leaves_operands_alone():

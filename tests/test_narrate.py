@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,23 +26,11 @@ from prhub.weekly.narrate import (
     whole_lines,
 )
 from prhub.weekly.report import Trend, WeeklyNarrative, WeeklyReport, figures
-from tests.conftest import FIXTURES, OPENAI_KEY
+from tests.factories import LEAD, digest, report, settings
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
 
 SETTINGS = Settings()
-# The lead computed from the fixture's facts.
-LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
-
-
-def report() -> WeeklyReport:
-    path = FIXTURES / "reports" / "acme-rocket-2026-W31.json"
-    return WeeklyReport.model_validate_json(path.read_text())
-
-
-def digest(**content: Any) -> PRDigest:
-    d = PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())
-    return d.model_copy(update={"content": d.content.model_copy(update=content)})
 
 
 def many_long_digests(n: int) -> list[PRDigest]:
@@ -55,17 +44,13 @@ def client(llm: LLMStandIn) -> Iterator[Any]:
     """An LLM client for the stand-in, made per settings and closed after the test."""
     made: list[LLM] = []
 
-    def make(settings: Settings) -> LLM:
-        made.append(LLM(settings))
+    def make(config: Settings) -> LLM:
+        made.append(LLM(config))
         return made[-1]
 
     yield make
     for c in made:
         c.close()
-
-
-def on(llm: LLMStandIn, **extra: Any) -> Settings:
-    return Settings(openai_base_url=llm.url, openai_api_key=OPENAI_KEY, **extra)
 
 
 # digest_line
@@ -194,15 +179,15 @@ def citing(body: dict[str, Any]) -> str:
 def test_narrate_is_one_grounded_call_when_the_week_fits(llm, client):
     llm.responder = citing
     r = report()
-    settings = on(llm)
-    narrative, usage, dropped = narrate.narrate(r.facts, r.digests, settings, client(settings))
+    config = settings(llm)
+    narrative, usage, dropped = narrate.narrate(r.facts, r.digests, config, client(config))
     [body] = llm.bodies
     assert usage.calls == 1 and usage.tokens_in == count(prompt_text(body))
     text = prompt_text(body)
     for d in r.digests:
-        assert digest_line(d, settings, LINE_MAX) in text
+        assert digest_line(d, config, LINE_MAX) in text
     assert "第 1 组草稿" not in text
-    assert narrative.highlights == ["#101 修复温度为零，另见 。"]
+    assert narrative.highlights == ["#101 修复温度为零。"]  # "另见 #999" went whole
     assert [k.number for k in narrative.key_prs] == [101]
     assert narrative.trends[0].prs == [101]
     assert dropped == 3  # #999 in a highlight, in a key PR note and in a trend
@@ -211,10 +196,9 @@ def test_narrate_is_one_grounded_call_when_the_week_fits(llm, client):
 def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
     many = many_long_digests(40)
     facts = report().facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 40})
-    small = on(llm, input_budget=3500)
+    small = settings(llm, input_budget=3500)
     narrative, usage, _ = narrate.narrate(facts, many, small, client(small))
     sent = llm.bodies
-    assert isinstance(narrative, WeeklyNarrative)
     assert len(sent) == usage.calls >= 3  # at least two groups and the final call
     assert all(count(prompt_text(body)) <= 3500 for body in sent)
     final = prompt_text(sent[-1])
@@ -234,7 +218,7 @@ def test_a_week_that_fits_gives_each_pr_its_share_of_the_budget(llm, client):
     risks = [f"第{i}条风险：并发写入可能丢数据，且没有回滚路径。" for i in range(8)]
     many = [digest(risks=risks).model_copy(update={"number": 1000 + i}) for i in range(60)]
     facts = report().facts.model_copy(update={"prs": [d.number for d in many], "pr_count": 60})
-    budget = on(llm, input_budget=12_000)
+    budget = settings(llm, input_budget=12_000)
     narrate.narrate(facts, many, budget, client(budget))
     [body] = llm.bodies  # one call: the lines were sized to fit it
     text = prompt_text(body)
@@ -272,8 +256,8 @@ def small_model_reply(body: dict[str, Any]) -> str:
 def test_a_small_models_repeated_paragraph_is_kept_once_where_it_first_shows(llm, client):
     llm.responder = small_model_reply
     r = report()
-    settings = on(llm)
-    n, _, _ = narrate.narrate(r.facts, r.digests, settings, client(settings))
+    config = settings(llm)
+    n, _, _ = narrate.narrate(r.facts, r.digests, config, client(config))
     assert n.highlights == [SMALL_MODEL_HIGHLIGHT, "#101 修复温度为 0 时的崩溃。"]
     assert n.key_changes == ["#106 重命名配置项。"]
     assert n.risks == ["#103 没有补测试。"]
@@ -402,8 +386,10 @@ def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the
     )
     out, dropped = ground_weekly(n, facts)
     assert out.summary == n.summary  # 6 and 4 are counts the facts hold
-    assert out.risks == ["#102 的 多个 PR 拆分说明里提到 2 倍显存。"]  # no fact counts 3 PRs
-    assert dropped == 1
+    assert out.risks == []  # no fact counts 3 PRs, and "#102 的 PR" would not read
+    assert [(d.field, d.text, d.reason) for d in dropped] == [
+        ("risks", "#102 的 3 个 PR 拆分说明里提到 2 倍显存。", "unknown_number")
+    ]
 
 
 def test_a_sentence_that_credits_a_path_to_a_pr_that_did_not_change_it_goes():
@@ -427,5 +413,60 @@ def test_a_sentence_that_credits_a_path_to_a_pr_that_did_not_change_it_goes():
     assert out.highlights == n.highlights  # a changed file's name, by the PRs that changed it
     assert out.risks == ["main_ppo.py 没有测试"]  # it credits no PR
     assert [k.note for k in out.key_prs] == ["", "重写 main_ppo.py"]
-    assert dropped == 3
+    assert [(d.field, d.text, d.reason) for d in dropped] == [
+        ("lead", "#102 删除了 main_ppo.py。", "mentioned_as_changed"),
+        ("risks", "#101 的 `Makefile` 没有测试", "mentioned_as_changed"),
+        ("key_prs", "改了 main_ppo.py", "mentioned_as_changed"),
+    ]
     assert ground_weekly(n, facts)[0].lead == n.lead  # without the changed files: as before
+
+
+# A citation that cannot stand: its pointing clause goes, else its sentence or item, recorded
+
+WEEKLY_CUTS = [
+    # (text, what is left or None when it goes whole, what was dropped)
+    ("#101 修复温度为零，另见 #999。", "#101 修复温度为零。", "#999"),
+    ("#101 修复温度为零（见 #999）。", "#101 修复温度为零。", "#999"),
+    ("#101 与 #102、#999 一起改了采样。", None, "#101 与 #102、#999 一起改了采样。"),
+    ("另见 #102、#999。#101 修复温度。", "另见 #102。#101 修复温度。", "#999"),
+    ("与 #999 冲突。", None, "与 #999 冲突。"),
+    ("#999 修复了温度。", None, "#999 修复了温度。"),
+    ("共 42 个 PR", None, "共 42 个 PR"),
+    ("本周合入 42 个 PR，主要是 rollout。", None, "本周合入 42 个 PR，主要是 rollout。"),
+    ("本周合入 6 个 PR，主要是 rollout。", "本周合入 6 个 PR，主要是 rollout。", None),
+]
+
+
+@pytest.mark.parametrize(("text", "left", "gone"), WEEKLY_CUTS, ids=[c[0] for c in WEEKLY_CUTS])
+def test_what_cannot_stand_goes_with_its_pointing_clause_or_its_sentence(text, left, gone):
+    from prhub.weekly.narrate import ground_weekly
+
+    n = WeeklyNarrative(summary=text, highlights=[text])
+    out, dropped = ground_weekly(n, report().facts)  # 6 PRs: #101 to #106
+    assert out.summary == (left or "")
+    assert out.highlights == ([left] if left else [])
+    recorded = [(d.field, d.text, d.reason) for d in dropped]
+    if gone is None:
+        assert recorded == []
+    else:
+        assert recorded == [
+            ("summary", gone, "unknown_number"),
+            ("highlights", gone, "unknown_number"),
+        ]
+    for kept in filter(None, [out.summary, *out.highlights]):
+        assert not re.search(r"(?:见|与|和|及|共)\s*[，。、）)]|\s[，。]|[（(]\s*[）)]", kept), kept
+
+
+def test_the_drops_of_a_narrative_are_logged_and_counted(llm, client, caplog):
+    llm.responder = citing
+    r = report()
+    config = settings(llm)
+    caplog.set_level("INFO", logger="prhub")
+    _, _, dropped = narrate.narrate(r.facts, r.digests, config, client(config))
+    logged = [m for m in caplog.messages if m.startswith("weekly: grounding dropped")]
+    assert logged == [
+        "weekly: grounding dropped from highlights (unknown_number): #999",
+        "weekly: grounding dropped from trends (unknown_number): #999",
+        "weekly: grounding dropped from key_prs (unknown_number): #999",
+    ]
+    assert dropped == len(logged)

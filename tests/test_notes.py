@@ -6,7 +6,7 @@ from prhub.config import Settings
 from prhub.digest.notes import note_limits, trim_notes
 from prhub.model import ChunkNotes
 from prhub.prepare.tokens import count
-from tests.test_digest import part_notes
+from tests.factories import part_notes
 
 
 def test_trim_notes_keeps_notes_within_their_limits_as_they_are():

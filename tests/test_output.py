@@ -17,18 +17,9 @@ from prhub.errors import OutputError
 from prhub.model import PRDigest
 from prhub.publish import html, output, render
 from prhub.weekly.report import WeeklyReport
-from tests.conftest import FIXTURES
+from tests.factories import digest, report
 
 TEXT = "# 周报\n\n第一行\n"
-
-
-def digest() -> PRDigest:
-    return PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())
-
-
-def report() -> WeeklyReport:
-    path = FIXTURES / "reports" / "acme-rocket-2026-W31.json"
-    return WeeklyReport.model_validate_json(path.read_text())
 
 
 def window_report(start: datetime, end: datetime) -> WeeklyReport:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
-from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,7 @@ from prhub.prepare import BODY_BUDGET, TITLE_BUDGET, input_key, prepare
 from prhub.prepare import pack as pack_module
 from prhub.prepare.diff import Hunk, parse_hunks, split_hunks
 from prhub.prepare.tokens import count
-from tests.test_redact import (
+from tests.factories import (
     AWS_ID,
     AWS_SECRET,
     CASES,
@@ -31,6 +28,10 @@ from tests.test_redact import (
     PRIVATE_KEY,
     SLACK,
     WEBHOOK,
+    change,
+    hunk,
+    make_pr,
+    synthetic,
 )
 
 ENC = "o200k_base"
@@ -39,61 +40,6 @@ AGGREGATE = re.compile(r"^(\S+/) — [\d,]+ files?, ", re.M)
 
 def corpus_dir() -> Path:
     return Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
-
-
-def hunk(start: int, added: int, deleted: int, tag: str) -> str:
-    lines = [f"@@ -{start},{deleted + 2} +{start},{added + 2} @@ def {tag}():", "     ctx = 1"]
-    lines += [f"-    old_{tag}_{i} = legacy({i})" for i in range(deleted)]
-    lines += [f"+    new_{tag}_{i} = compute({i}, scale=2)" for i in range(added)]
-    return "\n".join([*lines, "     return ctx"])
-
-
-def change(path: str, hunks: int = 1, added: int = 5, deleted: int = 1, **kw: object) -> FileChange:
-    # Each file's changes differ, so none is sent once as a copy of another's.
-    tag = zlib.crc32(path.encode()) % 10_000
-    patch = "\n".join(hunk(1 + 50 * i, added, deleted, f"f{i}_{tag}") for i in range(hunks))
-    fields: dict = dict(
-        path=path,
-        status="modified",
-        additions=hunks * added,
-        deletions=hunks * deleted,
-        patch=patch,
-    )
-    return FileChange(**{**fields, **kw})
-
-
-def make_pr(files: list[FileChange], title: str = "feat: a change", body: str = "") -> PullRequest:
-    return PullRequest(
-        repo="o/r",
-        number=1,
-        title=title,
-        body=body,
-        author="me",
-        created_at=datetime(2026, 8, 1, tzinfo=UTC),
-        files=files,
-    )
-
-
-@cache
-def synthetic(n: int) -> PullRequest:
-    """n files: mostly source, some tests, docs, config, noise and patchless files."""
-    files = []
-    for i in range(n):
-        kind = i % 20
-        size = dict(hunks=1 + i % 4, added=2 + (i * 7) % 23, deleted=i % 4)
-        if kind < 11:
-            files.append(change(f"pkg/mod{i % 13}/sub{i % 3}/file_{i}.py", **size))
-        elif kind < 15:
-            files.append(change(f"tests/mod{i % 5}/test_file_{i}.py", **size))
-        elif kind < 17:
-            files.append(change(f"docs/guide/page_{i}.md", **size))
-        elif kind == 17:
-            files.append(change(f"configs/job_{i}.yaml", **size))
-        elif kind == 18:
-            files.append(change(f"vendor/lib{i}/x.go", **size))
-        else:
-            files.append(change(f"pkg/big/data_{i}.py", additions=900, deletions=0, patch=None))
-    return make_pr(files)
 
 
 def run(

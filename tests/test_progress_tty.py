@@ -14,7 +14,7 @@ import termios
 import time
 from pathlib import Path
 
-from tests.conftest import GITHUB_TOKEN, OPENAI_KEY, ROOT
+from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT
 
 COLUMNS, ROWS = 120, 40
 _CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")

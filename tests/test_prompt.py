@@ -3,42 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from prhub.digest.digest import NONE
 from prhub.errors import ConfigError
 from prhub.llm.prompt import load_prompt, untrusted, versions
-from prhub.model import Coverage, PreparedPR
-
-
-def prepared(body: str) -> PreparedPR:
-    """A one-file PR ready for the digest prompt, with `body` as its description."""
-    return PreparedPR(
-        repo="acme/rocket",
-        number=1,
-        title="fix: typo",
-        body=body,
-        author="someone",
-        files=[],
-        chunks=["+fixed"],
-        index="",
-        coverage=Coverage(full=["README.md"]),
-    )
-
-
-def digest_messages(pr: PreparedPR, **variables: Any) -> list[dict[str, str]]:
-    values = {
-        "pr": pr,
-        "review_states": [],
-        "approvers": [],
-        "discussion": NONE,
-        "diff": pr.chunks[0],
-        "notes": [],
-        "index": "",
-    }
-    return load_prompt("digest").messages(**{**values, "schema": None, **variables})
+from tests.factories import digest_messages, prepared
 
 
 def write_prompt(folder: Path, task: str, version: str, user: str = "{{ text }}") -> None:

@@ -12,49 +12,24 @@ from typing import Any
 import pytest
 
 from prhub import pipeline
-from prhub.config import Settings
 from prhub.model import Comment, FileChange, PullRequest
 from prhub.prepare import redact
 from prhub.prepare.redact import entropy, is_env_file, looks_random, scrub
 from prhub.store.store import Store
-from tests.conftest import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
-from tests.standins import GitHubStandIn, LLMStandIn
-
-# Secrets are assembled at run time so that no scanner mistakes this file for a leak.
-GITHUB = "gh" + "p_" + "A1b2C3d4E5" * 4
-GITHUB_OAUTH = "gh" + "o_" + "Z9y8X7w6V5" * 4
-GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0" + "_" + "q1W2e3R4t5" * 6
-OPENAI = "sk" + "-proj-" + "T3BlbkFJ" + "x9Y8z7W6v5" * 4
-ANTHROPIC = "sk" + "-ant-api03-" + "Qm9vYmFy" + "k7L6m5N4" * 5
-AWS_ID = "AKIA" + "Q3ZKX7PLM2WN4RT6"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY9q8Z2mK7pL"
-SLACK = "xo" + "xb-" + "123456789012-" + "aBcDeFgHiJkLmNoP"
-WEBHOOK = "https://hooks.slack" + ".com/services/" + "T0AAA1BBB/B0CCC2DDD/" + "q1w2E3r4T5y6U7i8"
-KEY_BODY = "MIIEpAIBAAKCAQEA7x9Y8z7W6v5" * 3
-PRIVATE_KEY = (
-    "-----BEGIN RSA " + "PRIVATE KEY-----\n" + KEY_BODY + "\n-----END RSA " + "PRIVATE KEY-----"
+from tests.factories import (
+    AWS_ID,
+    CASES,
+    FIXTURES,
+    GITHUB,
+    GITHUB_OAUTH,
+    GITHUB_TOKEN,
+    KEY_BODY,
+    OPENAI,
+    PASSWORD,
+    PRIVATE_KEY,
+    settings,
 )
-PASSWORD = "Zq8vR2mK9pL4xT7w"
-
-# (kind, text holding one secret, the secret)
-CASES = [
-    ("github_token", f"GITHUB_TOKEN = '{GITHUB}'", GITHUB),
-    ("github_token", f"use {GITHUB_OAUTH} here", GITHUB_OAUTH),
-    ("github_token", f"token: {GITHUB_PAT}", GITHUB_PAT),
-    ("api_key", f'client = OpenAI(api_key="{OPENAI}")', OPENAI),
-    ("api_key", f"ANTHROPIC_API_KEY={ANTHROPIC}", ANTHROPIC),
-    ("aws_access_key_id", f"aws_access_key_id = {AWS_ID}", AWS_ID),
-    ("aws_secret_key", f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
-    ("aws_secret_key", f'"AWS_SECRET_ACCESS_KEY": "{AWS_SECRET}"', AWS_SECRET),
-    ("slack_token", f"slack = '{SLACK}'", SLACK),
-    ("slack_webhook", f"post to {WEBHOOK} now", WEBHOOK),
-    ("private_key", f"key = '''\n{PRIVATE_KEY}\n'''", KEY_BODY),
-    ("url_credentials", f"DB = 'postgres://admin:{PASSWORD}@db.example.com/app'", PASSWORD),
-    ("secret", f'password = "{PASSWORD}"', PASSWORD),
-    ("secret", f"client_secret: {PASSWORD}", PASSWORD),
-    ("secret", f'"apiKey": "{PASSWORD}"', PASSWORD),
-    ("secret", f"db_passwd := '{PASSWORD}'", PASSWORD),
-]
+from tests.standins import GitHubStandIn, LLMStandIn
 
 
 @pytest.mark.parametrize(("kind", "text", "secret"), CASES)
@@ -209,14 +184,7 @@ def test_a_token_pasted_in_comments_reaches_neither_the_store_nor_the_model(
         items[index]["body"] += f"\n\nuse token {GITHUB} for the mirror"
         (pulls / name).write_text(json.dumps(items))
     with GitHubStandIn(data, token=GITHUB_TOKEN, page_limit=2) as github:
-        config = Settings(
-            repo="acme/booster",
-            github_url=github.url,
-            github_token=GITHUB_TOKEN,
-            openai_base_url=llm.url,
-            openai_api_key=OPENAI_KEY,
-            store=tmp_path / "store.db",
-        )
+        config = settings(github, llm, tmp_path, repo="acme/booster")
         made = pipeline.summarize_pr(12, config)
     with closing(Store(config.store)) as store:
         kept = store.pull("acme/booster", 12)

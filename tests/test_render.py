@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -11,36 +10,28 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
 from prhub.model import PRDigest
 from prhub.publish import render, view
 from prhub.tags import parse_title, tag_name
-from prhub.weekly.report import AuthorCount, Revert, WeeklyReport
-from tests.conftest import FIXTURES
-
-GOLDEN = FIXTURES / "golden"
-# GitHub's dialect as far as markdown-it reads it: CommonMark with tables and strikethrough.
-MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-# The lead computed from the fixture's facts.
-LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("PRHUB_UPDATE_GOLDEN"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
-
-
-def digest() -> PRDigest:
-    return PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())
-
-
-def report() -> WeeklyReport:
-    path = FIXTURES / "reports" / "acme-rocket-2026-W31.json"
-    return WeeklyReport.model_validate_json(path.read_text())
+from prhub.weekly.report import AuthorCount
+from tests.factories import (
+    HIDDEN,
+    INJECT,
+    INJECTED,
+    LEAD,
+    MARKDOWN,
+    SPOOFED,
+    check_golden,
+    digest,
+    hostile_narrative_report,
+    injected_digest,
+    plain,
+    report,
+    revert_report,
+    shape,
+    sparse_report,
+)
 
 
 def test_digest_markdown_matches_golden():
@@ -159,17 +150,6 @@ def test_md_in_a_table_cell_escapes_pipes_too(raw, expected):
     assert render.md(raw, table=True) == expected
 
 
-def plain(token: Token, ticks: bool = True) -> str:
-    """An inline token's text as a reader sees it; code spans keep their backticks if `ticks`."""
-    out = []
-    for child in token.children or []:
-        if child.type == "code_inline":
-            out.append(f"{child.markup}{child.content}{child.markup}" if ticks else child.content)
-        elif child.type in ("text", "softbreak"):
-            out.append(child.content or " ")
-    return "".join(out)
-
-
 TABLE = "| a |\n| - |\n| {} |"
 CONTEXTS = {
     "heading": ("### 标题 {}", "标题 "),
@@ -220,34 +200,8 @@ def test_paragraphs_split_at_blank_lines_and_separators():
     assert view.paragraphs("") == []
 
 
-# A model reply that tries to leave its field: a table, a heading, a list, a quote, raw HTML.
-INJECT = "标题\n\n| a | b |\n|---|---|\n# 标题\n- 列表\u2028> 引用\u2029<b>粗</b>\r\n1. 一"
-INJECTED = view.one_line(INJECT)
-
-
-def shape(text: str) -> Counter[str]:
-    """How many of each block a document holds."""
-    return Counter(t.type for t in MARKDOWN.parse(text) if t.nesting == 1 or t.type == "html_block")
-
-
 def inline_texts(text: str) -> list[str]:
     return [plain(t) for t in MARKDOWN.parse(text) if t.type == "inline"]
-
-
-def injected_digest(text: str, advice: str) -> PRDigest:
-    d = digest()
-    c = d.content
-    content = c.model_copy(
-        update={
-            "title": text,
-            "importance_reason": text,
-            "advice": advice,
-            "design_decisions": [text, *c.design_decisions],
-            "risks": [text],
-            "follow_ups": [text],
-        }
-    )
-    return d.model_copy(update={"content": content, "original_title": text})
 
 
 def test_model_text_stays_in_its_place_in_a_digest():
@@ -260,36 +214,6 @@ def test_model_text_stays_in_its_place_in_a_digest():
     assert texts[2].endswith(f"/10：{INJECTED}")
     assert texts[3:6] == view.paragraphs(INJECT)
     assert texts.count(INJECTED) == 3  # a design decision, a risk, a follow-up
-
-
-def hostile_narrative_report() -> WeeklyReport:
-    r = report()
-    assert r.narrative is not None
-    n = r.narrative
-    key_prs = [n.key_prs[0].model_copy(update={"topic": INJECT, "note": INJECT}), *n.key_prs[1:]]
-    trends = [n.trends[0].model_copy(update={"theme": INJECT, "judgement": INJECT})]
-    narrative = n.model_copy(
-        update={
-            "lead": INJECT,
-            "summary": INJECT,
-            "highlights": [INJECT, *n.highlights[1:]],
-            "risks": [INJECT, *n.risks[1:]],
-            "key_changes": [INJECT, *n.key_changes[1:]],
-            "follow_ups": [INJECT, *n.follow_ups[1:]],
-            "trends": [*trends, *n.trends[1:]],
-            "key_prs": key_prs,
-        }
-    )
-    digests = [
-        r.digests[0].model_copy(
-            update={
-                "labels": [INJECT],
-                "content": r.digests[0].content.model_copy(update={"title": INJECT}),
-            }
-        ),
-        *r.digests[1:],
-    ]
-    return r.model_copy(update={"narrative": narrative, "digests": digests})
 
 
 def test_model_text_stays_in_its_place_in_a_weekly_report():
@@ -318,28 +242,6 @@ def test_the_readme_example_is_the_golden_digest() -> None:
 
 
 # The weekly's shape: lead, ranked key PRs, revert pairs, no empty sections, no crowned tie
-
-
-def sparse_report() -> WeeklyReport:
-    """A week whose model found no trend and no key change, two authors tied, no time known."""
-    r = report()
-    assert r.narrative is not None
-    narrative = r.narrative.model_copy(update={"lead": "", "trends": [], "key_changes": []})
-    tie = [
-        AuthorCount(author="marta-kowal", prs=[102, 106]),
-        AuthorCount(author="lin-yue", prs=[101, 103]),
-        *r.facts.authors[2:],
-    ]
-    facts = r.facts.model_copy(update={"authors": tie, "key_prs": [101, 102, 103, 106]})
-    meta = r.meta.model_copy(update={"generated_at": None})
-    return r.model_copy(update={"narrative": narrative, "facts": facts, "meta": meta})
-
-
-def revert_report() -> WeeklyReport:
-    """A week where #104 reverted #103 a day after it merged."""
-    r = report()
-    rev = Revert(number=104, reverted=103, delay_hours=24.0)
-    return r.model_copy(update={"facts": r.facts.model_copy(update={"reverts": [rev]})})
 
 
 def test_the_lead_sits_between_the_title_and_the_meta_line():
@@ -431,9 +333,6 @@ def test_no_generated_time_leaves_it_out_of_the_meta_line():
 
 
 # Invisible controls that reorder or hide text (Trojan Source) never reach a reader raw
-
-HIDDEN = "\u202e\u202a\u2066\u2067\u2068\u2069\u200b\u200c\u200d\u200e\u200f\ufeff\u061c"
-SPOOFED = f"修复 {HIDDEN}gnp.exe 的加载"
 
 
 def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_markdown():

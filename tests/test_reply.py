@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from prhub import model
 from prhub.errors import LLMInvalidReply
-from prhub.llm.llm import LLM
 from prhub.llm.reply import ReplyError, candidates, example, read
 from prhub.model import ChunkNotes, DigestContent
 from prhub.weekly import report
 from prhub.weekly.report import WeeklyNarrative
+from tests.factories import MESSAGES, VALID, MakeLLM, Rating
 from tests.standins import LLMStandIn
-from tests.test_llm import MESSAGES, VALID, MakeLLM, Rating, settings
 
 REPLIES = Path(__file__).parent / "replies"
 DIGEST = {
@@ -34,20 +31,6 @@ DIGEST = {
     "related_prs": [95],
 }
 TEXT = json.dumps(DIGEST, ensure_ascii=False)
-
-
-@pytest.fixture
-def make_llm(llm: LLMStandIn) -> Iterator[MakeLLM]:
-    """LLM clients on the stand-in, closed after the test."""
-    made: list[LLM] = []
-
-    def make(mode: str | None = None, **overrides: Any) -> LLM:
-        made.append(LLM(settings(llm, **overrides), mode=mode))
-        return made[-1]
-
-    yield make
-    for client in made:
-        client.close()
 
 
 # Unwrapping

@@ -19,10 +19,7 @@ from prhub.weekly.report import (
     risks,
     top_authors,
 )
-from tests.conftest import FIXTURES
-
-# The lead computed from the fixture's facts.
-LEAD = "本周 rocket 共合入 6 个 PR，主要涉及 rollout、trainer、algo，其中重点 PR 4 个。"
+from tests.factories import FIXTURES, LEAD
 
 
 def test_dry_run_totals_include_the_narrative():

@@ -13,6 +13,7 @@ import pytest
 from prhub import retry
 from prhub.config import Settings
 from prhub.retry import RetryCounter, retry_after
+from tests.factories import settings
 
 
 class Flaky(Exception):
@@ -49,11 +50,6 @@ def failing(times: int, exc: Exception, result: str = "ok"):
         return result
 
     return fn, calls
-
-
-def settings(**extra) -> Settings:
-    values = {"max_attempts": 4, "retry_base_wait": 0.5, "max_retry_wait": 10.0}
-    return Settings(**{**values, **extra})
 
 
 def run(fn, config: Settings, classify, clock: Clock, counter: RetryCounter | None = None):

@@ -6,7 +6,7 @@ import json
 import re
 import shutil
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from prhub import pipeline
-from prhub.config import Settings
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -25,53 +24,15 @@ from prhub.errors import (
 )
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, references
 from prhub.retry import RetryCounter
-from tests.conftest import FIXTURES, GITHUB_TOKEN
+from tests.factories import FIXTURES, GITHUB_TOKEN, REPO, MakeSource, closed_port_url, settings
 from tests.standins import GitHubStandIn
 
-REPO = "acme/rocket"
 SHANGHAI = timezone(timedelta(hours=8))
 SECONDARY = "You have exceeded a secondary rate limit. Please wait a few minutes."
-
-MakeSource = Callable[..., GitHubSource]
-
-
-def closed_port_url() -> str:
-    """A loopback URL nothing listens on: connecting is refused at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
-
-
-def settings(github: GitHubStandIn, **overrides: Any) -> Settings:
-    """Settings for the stand-in with retries fast enough for tests."""
-    values: dict[str, Any] = {
-        "github_url": github.url,
-        "github_token": GITHUB_TOKEN,
-        "retry_base_wait": 0.01,
-        "max_attempts": 3,
-        **overrides,
-    }
-    return Settings(**values)
 
 
 def pull_paths(github: GitHubStandIn) -> list[str]:
     return [r["path"] for r in github.requests if "/pulls/" in r["path"]]
-
-
-@pytest.fixture
-def make_source(github: GitHubStandIn) -> Iterator[MakeSource]:
-    """Builds sources on the stand-in (settings overridable) and closes them after the test."""
-    made: list[GitHubSource] = []
-
-    def make(**overrides: Any) -> GitHubSource:
-        source = GitHubSource(settings(github, **overrides), counter=RetryCounter())
-        made.append(source)
-        return source
-
-    yield make
-    for source in made:
-        source.close()
 
 
 @pytest.fixture

@@ -15,29 +15,12 @@ import pytest
 from prhub import retry
 from prhub.errors import ConfigError, GitHubUnavailable, PRNotFound
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource
-from prhub.retry import RetryCounter
-from tests.conftest import FIXTURES, GITHUB_TOKEN
+from tests.factories import FIXTURES, GITHUB_TOKEN, REPO, MakeSource, closed_port_url, settings
 from tests.standins import GitHubStandIn
-from tests.test_source import REPO, closed_port_url, settings
 
-MakeSource = Callable[..., GitHubSource]
 WEEK = datetime(2026, 7, 27, tzinfo=timezone(timedelta(hours=8)))
 WEEK_NUMBERS = [101, 102, 103, 104, 105, 106]
 PULLS = FIXTURES / "github" / "acme" / "rocket" / "pulls"
-
-
-@pytest.fixture
-def make_source(github: GitHubStandIn) -> Iterator[MakeSource]:
-    """Builds sources on the stand-in (settings overridable) and closes them after the test."""
-    made: list[GitHubSource] = []
-
-    def make(**overrides: Any) -> GitHubSource:
-        made.append(GitHubSource(settings(github, **overrides), counter=RetryCounter()))
-        return made[-1]
-
-    yield make
-    for source in made:
-        source.close()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from prhub.errors import GitHubUnavailable
 from prhub.github.source_payload import attributes_text, discussion, pull_request_from_payload
-from tests.conftest import FIXTURES
+from tests.factories import FIXTURES
 
 PULLS = FIXTURES / "github" / "acme" / "booster" / "pulls"
 

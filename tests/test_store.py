@@ -17,26 +17,17 @@ import pytest
 from typer.testing import CliRunner
 
 from prhub.cli import app
-from prhub.config import ENV
 from prhub.errors import StoreError
 from prhub.model import PullRequest
 from prhub.store import store as store_module
 from prhub.store.store import MIGRATIONS, Store
 from prhub.weekly.report import FailedPR
-from tests.conftest import GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import cli_env
 
 
 def store_env(store: str) -> dict[str, str | None]:
     """Settings for a weekly run that must fail on the store before any request."""
-    values: dict[str, str | None] = dict.fromkeys([*ENV.values(), "PRHUB_CONFIG"])
-    values.update(
-        GITHUB_TOKEN=GITHUB_TOKEN,
-        OPENAI_API_KEY=OPENAI_KEY,
-        GITHUB_API_URL="http://127.0.0.1:9",
-        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
-        PRHUB_STORE=store,
-    )
-    return values
+    return cli_env("http://127.0.0.1:9", "http://127.0.0.1:9/v1", store)
 
 
 def assert_store_error(store: Path, says: str) -> None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from prhub.cli import app
 from prhub.text import sentences
-from tests.conftest import GITHUB_TOKEN, OPENAI_KEY, ROOT, cli_env
+from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT, cli_env
 from tests.standins import GitHubStandIn, LLMStandIn
 
 RECORDED = ROOT / "tests" / "replies" / "strong" / "verl-2026-07-28.json"

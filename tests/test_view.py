@@ -7,8 +7,7 @@ from prhub.publish.labels import view as labels_view
 from prhub.publish.parts import Items, Line, Para, Refs, Section, Table, Words, links
 from prhub.publish.view import digest_view, tags_view, weekly_view
 from prhub.weekly.report import author_line, figures
-from tests.test_html import empty_report, no_narrative_report
-from tests.test_render import digest, report, sparse_report
+from tests.factories import digest, empty_report, no_narrative_report, report, sparse_report
 
 
 def headings(sections: tuple[Section, ...]) -> list[str]:

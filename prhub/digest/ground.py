@@ -40,6 +40,15 @@ VERB = (
     r"|引入|拆分|合并)"
 )
 CONNECTOR = r"(?:并且|以及|并|和|与|及|、|，|,|；|;|:|：|/|&|\+|and)"
+# Words that only point at what they cite: a clause of these alone goes with its citation.
+POINTER = r"(?:另见|参见|详见|参考|参照|以及|见|及|和|与|或|、|see also|see|cf\.|and|or)"
+GONE = "\0"  # where a citation that cannot stand was
+_POINTING = rf"(?:[^\S\n]|{POINTER}|{GONE})*"
+# A clause of pointers and gone citations alone: after a clause mark, an opening bracket or at
+# the start, up to the next mark, closing bracket or the end.
+POINTING_CLAUSE = re.compile(
+    rf"(?:[，,、；;]|^|(?<=[（(])){_POINTING}{GONE}{_POINTING}(?=[，,、；;。！？!?.）)\n]|$)"
+)
 # ASCII only: Chinese next to an identifier separates it, as a space would.
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*")
 # A name in code shape: dotted or qualified parts, as prose may hold one outside code marks.
@@ -90,9 +99,22 @@ def claimed_numbers(pr: PullRequest) -> set[int]:
     return known_numbers(pr) - (only_outside - set(pr.referenced_issues))
 
 
+def names(path: str, cited: str) -> bool:
+    """Whether `cited` names the file at `path`: the path, its tail at a folder boundary, a
+    folder it is in, or its file name without the suffix (`Dockerfile` for
+    `docker/Dockerfile.ci`)."""
+    cited = cited.rstrip("/")
+    return (
+        path == cited
+        or path.endswith("/" + cited)
+        or path.startswith(cited + "/")
+        or path.rsplit("/", 1)[-1].startswith(cited + ".")
+    )
+
+
 def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
     """Whether a cited path is one the body or discussion names and the PR did not change:
-    not a changed file (nor its name's tail at a folder boundary), nor in the diff's text."""
+    it `names` no changed file and is not in the diff's text."""
     said = "\n".join([pr.body, *(c.body for c in pr.discussion)])
     mentioned = {
         *PATH.findall(said),
@@ -105,7 +127,7 @@ def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
     patches = "\n".join(f.patch or "" for f in pr.files)
 
     def changed(cited: str) -> bool:
-        return cited in patches or any(p == cited or p.endswith("/" + cited) for p in paths)
+        return cited in patches or any(names(p, cited) for p in paths)
 
     return lambda cited: cited in mentioned and not changed(cited)
 
@@ -213,12 +235,48 @@ def verified(pr: PullRequest) -> Callable[[str], bool]:
     return lambda span: shown.span(span) is True
 
 
-def mend(title: str, gone: str) -> str:
-    """A title without the citations `gone` marks: a verb or connector left without its
-    object goes too. Empty when what is left does not read as a title."""
-    title = re.sub(rf"{VERB}?\s*{gone}", gone, title)
-    title = re.sub(rf"\s*{CONNECTOR}?\s*{gone}\s*", gone, title)
-    title = re.sub(rf"{gone}+", " ", title)
+def excise(
+    text: str, cited: re.Pattern[str], stands: Callable[[re.Match[str]], bool]
+) -> tuple[str | None, list[str]]:
+    """`text` without the citations of `cited` that do not stand, and those citations.
+
+    The rule for running text and list items: a citation that cannot stand goes with the
+    clause around it when that clause only points at it ("另见 #999", "（见 #999）", "、#999");
+    a text that held one anywhere else goes whole (None), as what is left would not read
+    ("与 冲突", "共 个 PR").
+    """
+    gone: list[str] = []
+
+    def mark(match: re.Match[str]) -> str:
+        if stands(match):
+            return match.group(0)
+        gone.append(match.group(0))
+        return GONE
+
+    marked = cited.sub(mark, text)
+    if not gone:
+        return text, []
+    left = re.sub(r"[（(]\s*[）)]", "", POINTING_CLAUSE.sub("", marked))
+    left = re.sub(r"^(\s*)[，,、；;：:]\s*", r"\1", left)
+    left = re.sub(r"[ \t]+(?=[，,、；;。！？!?.：:）)]|$)", "", left)
+    left = re.sub(r"[ \t]{2,}", " ", left)
+    if GONE in left or not re.sub(rf"{POINTER}|[\W_]", "", left):
+        return None, gone
+    return left, gone
+
+
+def mend(title: str) -> str:
+    """A title without the citations GONE marks, by the rule of `excise`: a clause that only
+    points at one goes with it, and so does a verb or connector left without its object.
+    Empty when what is left does not read as a title: a word follows a citation that went
+    ("缓存 X 的权重", "为 X 添加测试", "新增 X 参数")."""
+    title = re.sub(r"[（(]\s*[）)]", "", POINTING_CLAUSE.sub("", title))
+    title = re.sub(rf"{VERB}?\s*{GONE}", GONE, title)
+    title = re.sub(rf"\s*{CONNECTOR}?\s*{GONE}\s*", GONE, title)
+    if re.search(rf"{GONE}+(?!{CONNECTOR})\w", title):  # it began or ended a phrase
+        return ""
+    title = re.sub(rf"(?<=[\u4e00-\u9fff]){GONE}+(?=[\u4e00-\u9fff])", "", title)
+    title = re.sub(rf"{GONE}+", " ", title)
     edge = rf"(?:{CONNECTOR}|的|[\s.。!！?？-])+"
     title = re.sub(rf"^{edge}|{edge}$", "", re.sub(r"  +", " ", title)).strip()
     rest = re.sub(rf"{VERB}|{CONNECTOR}|的|[\s\W]", "", title)
@@ -234,30 +292,22 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
     an identifier-like token that is nowhere in the input, or names a path the PR did not
     change (one its body or discussion only mentions) without saying it is only mentioned.
     A code span that cannot be verified but names nothing (a command, a glob) only loses its
-    code marks. Unknown PR numbers go from running text, with their list item; the related
-    PRs and the title keep only numbers the PR itself holds (not an outsider's comment alone).
-    The title loses what cannot stand, with a verb or connector left dangling; when nothing
-    that reads as a title is left, it is the PR's own (which the title checks then correct).
+    code marks. An unknown PR number goes with the clause that only points at it, else with
+    its sentence or item (`excise`); the related PRs and the title keep only numbers the PR
+    itself holds (not an outsider's comment alone).
+    The title loses what cannot stand (an identifier outside code marks too), with a verb,
+    connector or pointing clause left dangling; when what is left does not read as a title, it
+    is the PR's own (which the title checks then correct).
     """
     shown = _Shown(pr)
     drops: list[Drop] = []
 
-    def numbers(field: str, text: str) -> str:
-        def number(match: re.Match[str]) -> str:
-            if int(match.group(1)) in shown.numbers:
-                return match.group(0)
-            drops.append(Drop(field=field, text=match.group(0), reason="unknown_number"))
-            return ""
-
-        return NUMBER.sub(number, text)
-
     def title(text: str) -> str:
         said = MENTIONED.search(text) is not None
-        gone = "\0"  # where a citation was, until the title is mended around it
 
         def drop(cited: str, reason: DropReason) -> str:
             drops.append(Drop(field="title", text=cited, reason=reason))
-            return gone
+            return GONE  # until the title is mended around it
 
         def span(match: re.Match[str]) -> str:
             verdict = shown.span(match.group(1))
@@ -280,6 +330,11 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
                 return match.group(0)
             return drop(match.group(0), "unknown_number")
 
+        def name(match: re.Match[str]) -> str:
+            if all(shown.has(n, True) for n, _ in bare_names(match.group(0))):
+                return match.group(0)
+            return drop(match.group(0), "unknown_identifier")
+
         def outside_spans(text: str, pattern: re.Pattern[str], f: Callable[..., str]) -> str:
             parts = re.split(r"(`[^`\n]+`)", text)
             return "".join(p if i % 2 else pattern.sub(f, p) for i, p in enumerate(parts))
@@ -288,31 +343,32 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
         text = outside_spans(text, PATH, path)
         text = outside_spans(text, BARE, path)
         text = outside_spans(text, NUMBER, number)
-        if gone not in text:
+        text = outside_spans(text, CODE, name)
+        if GONE not in text:
             return re.sub(r"  +", " ", text).strip()
-        mended = mend(text, gone)
+        mended = mend(text)
         return mended if mended else pr.title.strip()
 
+    def known(match: re.Match[str]) -> bool:
+        return int(match.group(1)) in shown.numbers
+
+    def judged(field: str, text: str, provenance: bool) -> str | None:
+        """`text` as it may stand, or None when it goes; each drop recorded."""
+        reason = shown.fault(text, provenance)
+        left, gone = (None, []) if reason else excise(shown.unmark(text), NUMBER, known)
+        if left is None:
+            drops.append(Drop(field=field, text=text.strip(), reason=reason or "unknown_number"))
+        else:
+            drops.extend(Drop(field=field, text=g, reason="unknown_number") for g in gone)
+        return left
+
     def prose(field: str, text: str) -> str:
-        kept = []
-        for sentence in sentences(text):
-            reason = shown.fault(sentence, provenance=True)
-            if reason:
-                drops.append(Drop(field=field, text=sentence.strip(), reason=reason))
-            else:
-                kept.append(numbers(field, shown.unmark(sentence)))
-        return "".join(kept).strip()
+        kept = [judged(field, sentence, True) for sentence in sentences(text)]
+        return "".join(k for k in kept if k is not None).strip()
 
     def items(field: str, values: list[str], provenance: bool) -> list[str]:
-        kept = []
-        for item in values:
-            unknown = any(int(n) not in shown.numbers for n in NUMBER.findall(item))
-            reason = shown.fault(item, provenance) or ("unknown_number" if unknown else None)
-            if reason:
-                drops.append(Drop(field=field, text=item, reason=reason))
-            else:
-                kept.append(shown.unmark(item))
-        return kept
+        kept = [judged(field, item, provenance) for item in values]
+        return [k for k in kept if k is not None]
 
     def related(values: list[int]) -> list[int]:
         kept = []

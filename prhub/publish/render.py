@@ -56,6 +56,8 @@ _ENTITIES = {"<": "&lt;", "&": "&amp;"}
 _BLOCK_START = re.compile(r"^(?:#{1,6}(?=\s|$)|>|[-+](?=\s|$)|-(?=-))")
 _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 _HEADING_END = re.compile(r"(?:(?<=\s)|^)#+$")  # the closing #s of a heading would vanish
+
+
 def md(text: str | None, *, table: bool = False) -> str:
     """Untrusted text as inert Markdown on one line: only its `code` spans stay markup."""
     text = one_line(text)

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
 from prhub.config import Settings
-from prhub.digest.ground import SPAN, files
+from prhub.digest.ground import SPAN, excise, files, names
 from prhub.llm.llm import LLM, schema_text
 from prhub.llm.prompt import MARGIN, task_prompt
-from prhub.model import PRDigest, Usage
+from prhub.model import Drop, PRDigest, Usage
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count
 from prhub.text import NUMBER, PR_COUNT, sentences
-from prhub.weekly.report import WeeklyFacts, WeeklyNarrative, figures, lead, top_authors
+from prhub.weekly.report import (
+    KeyPRNote,
+    Trend,
+    WeeklyFacts,
+    WeeklyNarrative,
+    figures,
+    lead,
+    top_authors,
+)
 
+log = logging.getLogger("prhub")
 # A PR's share of the weekly prompt: the budget over the week's PRs, within these bounds. Below
 # LINE_MIN the week is written in groups; LINE_MAX keeps a small week's prompt near its cost.
 LINE_MIN = 150
@@ -96,7 +106,7 @@ def narrate(
             _messages(facts, lines, [], settings, llm.mode), WeeklyNarrative
         )
         grounded, dropped = ground_weekly(narrative, facts, changed)
-        return assemble(scrub_reply(grounded)[0], facts), usage, dropped
+        return assemble(scrub_reply(grounded)[0], facts), usage, _recorded(dropped)
 
     groups: list[list[str]] = [[]]
     used = 0
@@ -126,7 +136,15 @@ def narrate(
         _messages(facts, short, partials, settings, llm.mode), WeeklyNarrative
     )
     grounded, dropped = ground_weekly(narrative, facts, changed)
-    return assemble(scrub_reply(grounded)[0], facts), usage + final, dropped
+    return assemble(scrub_reply(grounded)[0], facts), usage + final, _recorded(dropped)
+
+
+def _recorded(dropped: list[Drop]) -> int:
+    """Logs what grounding dropped from the narrative (a secret in it redacted); its count."""
+    for d in dropped:
+        d = scrub_reply(d)[0]
+        log.info("weekly: grounding dropped from %s (%s): %s", d.field, d.reason, d.text)
+    return len(dropped)
 
 
 def planned_tokens(facts: WeeklyFacts, digests: int, settings: Settings) -> tuple[int, int]:
@@ -279,13 +297,6 @@ def _once(n: WeeklyNarrative) -> WeeklyNarrative:
     )
 
 
-class _Tally:
-    """Counts what a grounding pass drops."""
-
-    def __init__(self) -> None:
-        self.dropped = 0
-
-
 def fact_counts(facts: WeeklyFacts) -> set[int]:
     """Every PR count the week's facts hold: the only ones a narrative may state."""
     sizes = [len(facts.key_prs), len(facts.untested), len(facts.reverts), len(facts.breaking)]
@@ -305,88 +316,84 @@ def credits_wrongly(text: str, changed: dict[int, set[str]], own: int | None = N
     if not cited or not paths or not cited <= changed.keys():
         return False
     theirs = {p for n in cited for p in changed[n]}
-
-    def by_them(path: str) -> bool:
-        path = path.rstrip("/")
-        return any(
-            p == path
-            or p.endswith("/" + path)
-            or p.startswith(path + "/")
-            or p.rsplit("/", 1)[-1].startswith(path + ".")  # Dockerfile for docker/Dockerfile.ci
-            for p in theirs
-        )
-
-    return not all(map(by_them, paths))
+    return not all(any(names(p, path) for p in theirs) for path in paths)
 
 
 def ground_weekly(
     n: WeeklyNarrative, facts: WeeklyFacts, changed: dict[int, set[str]] | None = None
-) -> tuple[WeeklyNarrative, int]:
-    """Removes citations of PRs not in the week and PR counts the facts do not hold; with
-    `changed` (each PR's changed paths), a sentence or item that credits a path to PRs that
-    did not change it goes whole.
+) -> tuple[WeeklyNarrative, list[Drop]]:
+    """Removes citations of PRs not in the week and PR counts the facts do not hold, each with
+    the clause that only points at it, else with its sentence or item (`excise`); with
+    `changed` (each PR's changed paths), a sentence or item that credits a path to PRs that did
+    not change it goes whole.
 
-    Returns the narrative and how many citations and figures went.
+    Returns the narrative and what was dropped.
     """
     week, figures = set(facts.prs), fact_counts(facts)
-    tally = _Tally()
+    drops: list[Drop] = []
 
-    def wrong(text: str, own: int | None = None) -> bool:
+    def judged(field: str, text: str, own: int | None = None) -> str | None:
+        """`text` as it may stand, or None when it goes; each drop recorded."""
         if changed is not None and credits_wrongly(text, changed, own):
-            tally.dropped += 1
-            return True
-        return False
+            drops.append(Drop(field=field, text=text.strip(), reason="mentioned_as_changed"))
+            return None
+        left, gone = excise(text, NUMBER, lambda m: int(m.group(1)) in week)
+        if left is not None:
+            left, counts = excise(left, PR_COUNT, lambda m: int(m.group(1)) in figures)
+            gone += counts
+        if left is None:
+            drops.append(Drop(field=field, text=text.strip(), reason="unknown_number"))
+        else:
+            drops.extend(Drop(field=field, text=g, reason="unknown_number") for g in gone)
+        return left
 
-    def prose(text: str) -> str:
-        return "".join(s for s in sentences(text) if not wrong(s))
+    def prose(field: str, text: str) -> str:
+        kept = [judged(field, sentence) for sentence in sentences(text)]
+        return "".join(k for k in kept if k is not None).strip()
 
-    def items(values: list[str]) -> list[str]:
-        return [clean(x) for x in values if not wrong(x)]
+    def items(field: str, values: list[str]) -> list[str]:
+        kept = [judged(field, value) for value in values]
+        return [k.strip() for k in kept if k is not None and k.strip()]
 
-    def clean(text: str) -> str:
-        def keep(match: re.Match[str]) -> str:
-            if int(match.group(1)) in week:
-                return match.group(0)
-            tally.dropped += 1
-            return ""
+    def outside(field: str, numbers: list[int]) -> None:
+        drops.extend(Drop(field=field, text=f"#{p}", reason="unknown_number") for p in numbers)
 
-        def counted(match: re.Match[str]) -> str:
-            if int(match.group(1)) in figures:
-                return match.group(0)
-            tally.dropped += 1
-            return "多" + match.group(2).lstrip()  # a count no fact backs: say "several"
+    def trend(t: Trend) -> Trend | None:
+        outside("trends", [p for p in t.prs if p not in week])
+        theme = judged("trends", t.theme)
+        if theme is None:
+            return None
+        prs = [p for p in t.prs if p in week]
+        judgement = prose("trends", t.judgement)
+        return t.model_copy(update={"theme": theme.strip(), "prs": prs, "judgement": judgement})
 
-        text = PR_COUNT.sub(counted, NUMBER.sub(keep, text))
-        return re.sub(r"[（(]\s*[）)]", "", text).strip()
+    def key_pr(k: KeyPRNote) -> KeyPRNote | None:
+        if k.number not in week:
+            outside("key_prs", [k.number])
+            return None
+        topic = judged("key_prs", k.topic)
+        if topic is None:
+            return None
+        note = judged("key_prs", k.note, k.number) or ""
+        return k.model_copy(update={"topic": topic.strip(), "note": note.strip()})
 
-    tally.dropped += sum(k.number not in week for k in n.key_prs)
+    # In the order of the fields, so the drops are too.
+    lead_text = prose("lead", n.lead)
+    summary = prose("summary", n.summary)
+    highlights = items("highlights", n.highlights)
+    key_changes = items("key_changes", n.key_changes)
+    trends = [t for t in map(trend, n.trends) if t is not None]
+    risks = items("risks", n.risks)
+    key_prs = [k for k in map(key_pr, n.key_prs) if k is not None]
+    follow_ups = items("follow_ups", n.follow_ups)
     grounded = WeeklyNarrative(
-        lead=clean(prose(n.lead)),
-        summary=clean(prose(n.summary)),
-        highlights=items(n.highlights),
-        key_changes=items(n.key_changes),
-        trends=[
-            t.model_copy(
-                update={
-                    "theme": clean(t.theme),
-                    "prs": [p for p in t.prs if p in week],
-                    "judgement": clean(prose(t.judgement)),
-                }
-            )
-            for t in n.trends
-        ],
-        risks=items(n.risks),
-        key_prs=[
-            k.model_copy(
-                update={
-                    "topic": clean(k.topic),
-                    "note": "" if wrong(k.note, k.number) else clean(k.note),
-                }
-            )
-            for k in n.key_prs
-            if k.number in week
-        ],
-        follow_ups=items(n.follow_ups),
+        lead=lead_text,
+        summary=summary,
+        highlights=highlights,
+        key_changes=key_changes,
+        trends=trends,
+        risks=risks,
+        key_prs=key_prs,
+        follow_ups=follow_ups,
     )
-    tally.dropped += sum(len(t.prs) - len([p for p in t.prs if p in week]) for t in n.trends)
-    return grounded, tally.dropped
+    return grounded, drops
