@@ -214,6 +214,8 @@ class WeeklyMeta(BaseModel):
     dropped_citations: int = 0
     # When the narrative was first made; else the newest digest; None for a week with neither.
     generated_at: datetime | None = None
+    narrative_key: str = ""  # the store's key of the narrative: what `prhub import` restores it by
+    discussion_url: str | None = None  # the week's discussion (参与讨论), once one is posted
 
 
 class WeeklyReport(BaseModel):
