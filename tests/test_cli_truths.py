@@ -6,8 +6,6 @@ import re
 import threading
 from pathlib import Path
 
-import pytest
-
 from prhub import pipeline
 from tests.conftest import OPENAI_KEY
 from tests.standins import LLMStandIn
