@@ -36,8 +36,8 @@ class Deadline:
     second would hold a request for ever."""
 
     def __init__(self, seconds: float) -> None:
+        budget = retry.deadline()  # asked first: it starts the attempts' clock
         now = time.monotonic()
-        budget = retry.deadline()
         self.seconds = seconds if budget is None else min(seconds, budget - now)
         self.at = now + self.seconds
 

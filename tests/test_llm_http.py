@@ -267,6 +267,17 @@ def test_a_silence_after_the_headers_ends_at_the_deadline(
     assert time.monotonic() - started < 5
 
 
+def test_a_read_still_waiting_at_the_deadline_is_cut_there(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    # The second byte is due at 5 s, in a read that began at 2.5 s with a timeout of 3 s.
+    llm.script([("trickle", 2.5, 1)])
+    started = time.monotonic()
+    with pytest.raises(LLMUnavailable, match="within 3 s"):
+        make_llm(timeout=3, max_attempts=1).complete(MESSAGES, Rating)
+    assert time.monotonic() - started < 4
+
+
 def test_waiting_for_a_jobs_slot_does_not_count_against_the_deadline(
     make_llm: MakeLLM, llm: LLMStandIn
 ) -> None:

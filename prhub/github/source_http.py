@@ -190,13 +190,18 @@ def guard(
                     hooks={"response": partial(checked, deadline)},  # each hop of this request
                 )
             except requests.exceptions.TooManyRedirects as exc:
-                where = urlsplit(exc.response.url if exc.response is not None else url).path
+                last = exc.response
+                if last is not None:
+                    last.close()  # requests leaves the last redirect open
+                where = urlsplit(last.url if last is not None else url).path
                 raise GitHubUnavailable(f"GitHub redirected {where} in a loop: {ADVICE}") from None
 
     pygithub.route(client, send)
 
 
-def checked(deadline: transport.Deadline, response: requests.Response, **_: Any) -> Any:
+def checked(
+    deadline: transport.Deadline, response: requests.Response, **_: Any
+) -> requests.Response:
     """Each answer, every redirect of it too: logged; read whole by the deadline; a redirect
     within its origin, an error status, or 200 with valid JSON of the endpoint's shape."""
     log.info("GitHub %s %s: %s", response.request.method, response.url, response.status_code)
@@ -223,7 +228,7 @@ def _read(response: requests.Response, deadline: transport.Deadline) -> None:
         response.iter_content(2**16),
         deadline,
         MAX_ANSWER,
-        response.raw.shutdown,  # urllib3 2.3 and later; before, a read waits its timeout
+        lambda: response.raw.shutdown(),  # urllib3 2.3 on; before, a read waits its timeout
         response.headers.get("content-length"),
     )
     try:
