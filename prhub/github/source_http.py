@@ -164,14 +164,7 @@ def guard(
     slots = threading.BoundedSemaphore(in_flight) if in_flight else None
 
     def send(
-        session: requests.Session,
-        verb: str,
-        url: str,
-        *,
-        headers: dict[str, str],
-        data: Any,
-        timeout: float | None,
-        verify: Any,
+        session: requests.Session, verb: str, url: str, *, timeout: float | None, **asked: Any
     ) -> requests.Response:
         with slots or contextlib.nullcontext():
             retry.check(counter)  # stopped while waiting for its slot: never sent
@@ -181,13 +174,11 @@ def guard(
                 return session.request(
                     verb,
                     url,
-                    headers=headers,
-                    data=data,
                     timeout=deadline.cap(timeout),
-                    verify=verify,
                     # Followed within the origin only: `checked` refuses a redirect elsewhere.
                     allow_redirects=True,
                     hooks={"response": partial(checked, deadline)},  # each hop of this request
+                    **asked,  # headers, data, verify
                 )
             except requests.exceptions.TooManyRedirects as exc:
                 last = exc.response
