@@ -135,6 +135,9 @@ def call(
     No attempt starts once the run is halted.
     """
     started = clock()
+    # One attempt always has its whole timeout: a budget shorter than it would cut the answer
+    # that a raised PRHUB_TIMEOUT was meant to wait for.
+    budget = max(settings.max_retry_time, settings.timeout)
 
     def attempt() -> T:
         check(stop)
@@ -165,10 +168,10 @@ def call(
     def give_up(state: tenacity.RetryCallState) -> bool:
         # Runs after wait(): upcoming_sleep is the pause before the next attempt.
         spent = clock() - started + state.upcoming_sleep
-        return state.attempt_number >= settings.max_attempts or spent > settings.max_retry_time
+        return state.attempt_number >= settings.max_attempts or spent > budget
 
     outer = getattr(_budget, "state", None)
-    _budget.state = [settings.max_retry_time, None]
+    _budget.state = [budget, None]
     retrying = tenacity.Retrying(
         stop=give_up,
         wait=wait,

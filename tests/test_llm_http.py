@@ -274,6 +274,17 @@ def test_a_read_still_waiting_at_the_deadline_is_cut_there(
     assert time.monotonic() - started < 4
 
 
+def test_a_timeout_longer_than_the_attempts_budget_still_gets_its_answer(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    # A local model takes 1.5 s; PRHUB_TIMEOUT was raised to 3 s, past a retry budget of 0.5 s.
+    llm.script([("sleep", 1.5)])
+    content, usage = make_llm(timeout=3, max_attempts=1, max_retry_time=0.5).complete(
+        MESSAGES, Rating
+    )
+    assert usage.calls == 1
+
+
 def test_waiting_for_a_jobs_slot_does_not_count_against_the_deadline(
     make_llm: MakeLLM, llm: LLMStandIn
 ) -> None:
