@@ -146,7 +146,7 @@ def test_a_longer_retry_after_than_allowed_fails_at_once():
 def test_total_time_bounds_the_attempts():
     fn, calls = failing(99, Flaky())
     clock = Clock()
-    config = settings(max_attempts=50, max_retry_time=1.0)
+    config = settings(max_attempts=50, timeout=0.5, max_retry_time=1.0)
     with pytest.raises(Flaky):
         run(fn, config, lambda exc: 0.3, clock)
     # Waits of 0.3 s fit three times in 1 s; the fourth would pass the bound, so no 5th try.

@@ -26,7 +26,7 @@ def test_a_deadline_is_its_seconds_from_now() -> None:
 
 def test_a_deadline_ends_with_its_attempts_time() -> None:
     config: Any = SimpleNamespace(
-        max_attempts=1, max_retry_time=1.0, max_retry_wait=1.0, retry_base_wait=0.01
+        max_attempts=1, timeout=0.5, max_retry_time=1.0, max_retry_wait=1.0, retry_base_wait=0.01
     )
     deadline = retry.call(lambda: transport.Deadline(60), config, lambda _: None, what="x")
     assert deadline.seconds <= 1 and deadline.cap(60) <= 1
