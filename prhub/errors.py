@@ -84,6 +84,12 @@ class OutputError(PrhubError):
     exit_code = 14
 
 
+class PdfUnavailable(PrhubError):
+    """No PDF could be printed: Chromium is missing, failed or took too long."""
+
+    exit_code = 15
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env

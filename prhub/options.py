@@ -75,9 +75,11 @@ class Format(StrEnum):
     markdown = "markdown"
     json = "json"
     html = "html"
+    pdf = "pdf"
 
 
-SUFFIX = {Format.markdown: "md", Format.json: "json", Format.html: "html"}  # of each format's files
+# Of each format's files.
+SUFFIX = {Format.markdown: "md", Format.json: "json", Format.html: "html", Format.pdf: "pdf"}
 
 
 Fmt = Annotated[

@@ -206,7 +206,7 @@ def test_labels_takes_the_formats_of_the_other_commands(env, fmt):
         assert (
             result.stdout.startswith("<!doctype html>") and "<h2>rollout（2）</h2>" in result.stdout
         )
-    bad = prhub(env, *args, "--format", "pdf")
+    bad = prhub(env, *args, "--format", "docx")
     assert bad.exit_code == 2 and "Traceback" not in bad.output
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -14,7 +15,7 @@ from prhub.defaults import DEFAULTS
 from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
 from prhub.options import SUFFIX, Format
-from prhub.publish import html, labels, render
+from prhub.publish import html, labels, pdf, render
 from prhub.text import plural
 from prhub.weekly.report import WeeklyReport
 
@@ -30,6 +31,11 @@ def digest_text(d: PRDigest, fmt: Format, tz: str) -> str:
     return render.digest_markdown(d, tz)
 
 
+def digest_file(d: PRDigest, fmt: Format, tz: str) -> str | bytes:
+    """One digest's file: its text, or for a PDF its page printed."""
+    return pdf.pdf(digest_text(d, Format.html, tz)) if fmt == "pdf" else digest_text(d, fmt, tz)
+
+
 def weekly_text(report: WeeklyReport, fmt: Format) -> str:
     """A weekly report in the asked format."""
     if fmt == "json":
@@ -37,6 +43,11 @@ def weekly_text(report: WeeklyReport, fmt: Format) -> str:
     if fmt == "html":
         return html.weekly_html(report)
     return render.weekly_markdown(report)
+
+
+def weekly_file(report: WeeklyReport, fmt: Format) -> str | bytes:
+    """A weekly report's file: its text, or for a PDF its page printed."""
+    return pdf.pdf(weekly_text(report, Format.html)) if fmt == "pdf" else weekly_text(report, fmt)
 
 
 def labels_text(
@@ -49,6 +60,15 @@ def labels_text(
     if fmt == "html":
         return html.labels_html(view)
     return labels.labels_markdown(view)
+
+
+def labels_file(
+    report: WeeklyReport, tag: str | None, aliases: dict[str, str], fmt: Format
+) -> str | bytes:
+    """The labels view's file: its text, or for a PDF its page printed."""
+    if fmt == "pdf":
+        return pdf.pdf(labels_text(report, tag, aliases, Format.html))
+    return labels_text(report, tag, aliases, fmt)
 
 
 def report_path(report: WeeklyReport, fmt: Format, root: Path = REPORTS) -> Path:
@@ -72,16 +92,19 @@ def target(out: str | None, default: Path) -> Path | None:
     return Path(out) if out else default
 
 
-def write(text: str, out: Path | None) -> bool:
-    """Writes `text` to stdout (None), a device or FIFO as it is, or a regular file atomically.
+def write(content: str | bytes, out: Path | None) -> bool:
+    """Writes `content` (text as UTF-8, or bytes such as a PDF's) to stdout (None), a device or
+    FIFO as it is, or a regular file atomically.
 
     A symlink is written through to its target; a directory is refused. A regular file is
     replaced by rename, so no reader ever sees half of it, and left untouched (bytes and mtime)
-    when it already holds `text`: a rerun that changes nothing changes no file. False then.
+    when it already holds `content`: a rerun that changes nothing changes no file. False then.
+    A terminal is refused bytes.
     """
     if out is None:
-        _stdout(text)
+        _stdout(content)
         return True
+    data = content.encode("utf-8") if isinstance(content, str) else content
     path = Path(os.path.realpath(out))  # through symlinks: the link stays, its target changes
     try:
         mode = path.stat().st_mode
@@ -92,11 +115,11 @@ def write(text: str, out: Path | None) -> bool:
     if mode is not None and stat.S_ISDIR(mode):
         raise OutputError(f"cannot write {out}: it is a directory; name a file")
     if mode is not None and not stat.S_ISREG(mode):
-        _direct(text, out)  # a device or FIFO: renaming over it would replace the node
-    elif mode is not None and _holds(path, text.encode("utf-8")):
+        _direct(data, out)  # a device or FIFO: renaming over it would replace the node
+    elif mode is not None and _holds(path, data):
         return False
     else:
-        _atomic(text, path, out, mode)
+        _atomic(data, path, out, mode)
     return True
 
 
@@ -110,25 +133,37 @@ def _holds(path: Path, data: bytes) -> bool:
         return False  # unreadable: write it, and let that say what is wrong
 
 
-def _stdout(text: str) -> None:
+def _stdout(content: str | bytes) -> None:
+    if isinstance(content, bytes) and sys.stdout.isatty():
+        raise OutputError(
+            "cannot write a PDF to a terminal: pass --out FILE.pdf, or redirect standard output"
+        )
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if isinstance(content, str):
+            sys.stdout.write(content)
+            sys.stdout.flush()
+        else:
+            sys.stdout.flush()  # what was written as text goes first
+            binary = getattr(sys.stdout, "buffer", None)
+            if binary is None:  # a closed standard output, or one that takes only text
+                raise OSError(errno.EBADF, "it takes no bytes")
+            binary.write(content)
+            binary.flush()
     except BrokenPipeError:
         raise  # the reader left (`| head`): the CLI ends quietly, as other tools do
     except OSError as exc:
         raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
 
 
-def _direct(text: str, out: Path) -> None:
+def _direct(data: bytes, out: Path) -> None:
     try:
-        with open(out, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open(out, "wb") as handle:
+            handle.write(data)
     except OSError as exc:
         raise OutputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
-def _atomic(text: str, path: Path, shown: Path, mode: int | None) -> None:
+def _atomic(data: bytes, path: Path, shown: Path, mode: int | None) -> None:
     tmp = None
     try:
         # The folders as named: mkdir stops at a dangling link, so none is made through one.
@@ -140,8 +175,8 @@ def _atomic(text: str, path: Path, shown: Path, mode: int | None) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         # mkstemp's 0600 would hide the report from readers; a replaced file keeps its mode.
         os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())  # a power cut must not leave an empty report behind
         os.replace(tmp, path)
@@ -159,7 +194,7 @@ def _umask() -> int:
 
 def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | None) -> None:
     """Renders a digest in `fmt` and writes it to `out` (None: stdout)."""
-    write(digest_text(d, fmt, settings.tz), out)
+    write(digest_file(d, fmt, settings.tz), out)
 
 
 def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> tuple[Path | None, bool]:
@@ -169,7 +204,7 @@ def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> tuple[
     if out is None:
         _no_links(default)
     path = target(out, default)
-    return path, write(weekly_text(report, fmt), path)
+    return path, write(weekly_file(report, fmt), path)
 
 
 def _no_links(path: Path) -> None:
@@ -190,7 +225,7 @@ def publish_labels(
     fmt: Format = Format.markdown,
 ) -> None:
     """Renders the week's digests grouped by tag and writes them to `out` (None: stdout)."""
-    write(labels_text(report, tag, settings.tags, fmt), out)
+    write(labels_file(report, tag, settings.tags, fmt), out)
 
 
 def fail_partly(report: WeeklyReport) -> None:

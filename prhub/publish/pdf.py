@@ -1,0 +1,238 @@
+"""A report's own HTML page printed to PDF by headless Chromium: its folds open, offline, in
+bounded time, and the same bytes for the same page."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import unicodedata
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from prhub.errors import PdfUnavailable
+
+__all__ = ["BROWSERS", "TIMEOUT", "chromium", "pdf"]
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+TIMEOUT = 60.0  # seconds for one print, start-up included
+INSTALL = (
+    "PDF needs Chromium: install chromium (apt-get install chromium fonts-noto-cjk) "
+    "or set PRHUB_CHROMIUM"
+)
+# Nothing but the page: no name resolves, no request leaves (a dead proxy takes what a literal
+# address would send), and none of the browser's own services start.
+FLAGS = (
+    "--headless",
+    "--no-pdf-header-footer",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--disable-extensions",
+    "--disable-sync",
+    "--disable-crash-reporter",
+    "--disable-breakpad",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+)
+# Skia names each glyph by the first code point the font maps to it, and Noto CJK maps radicals
+# (U+2E80-U+2FDF) to the glyphs of the ideographs they look like: without this, 风 reads back as
+# ⻛ and 文 as ⽂. Kangxi radicals and ligatures (ﬁ) have Unicode compatibility forms; these
+# CJK Radicals Supplement code points have none, and are mapped as Noto Sans CJK SC maps them.
+_SUPPLEMENT = dict(
+    zip(
+        "⺂⺃⺅⺇⺉⺋⺍⺏⺐⺒⺓⺔⺕⺖⺘⺙⺛⺞⺟⺠⺡⺣⺤⺦⺨⺩⺭⺮⺯⺰⺱⺳⺹⺺⺽⺾⻂⻅⻆⻇⻈⻉⻊⻋⻌⻐⻑⻒⻓⻔⻕⻖⻘"
+        "⻙⻚⻛⻜⻝⻞⻟⻠⻡⻢⻣⻤⻥⻦⻧⻨⻩⻪⻫⻬⻮⻯⻰⻱⻲⻳",
+        "乛乚亻𠘨刂㔾𭕄尣尢巳幺彑彐忄扌攵旡歺母民氵灬爫丬犭𤣩礻𥫗糹纟罓㓁耂肀𦥑艹衤见角𧢲讠贝𧾷车辶钅長镸长门𨸏阝青"
+        "韦页风飞食𩙿飠饣𩠐马骨鬼鱼鸟卤麦黄黾斉齐齿竜龙龜亀龟",
+        strict=True,
+    )
+)
+_DATES = re.compile(rb"/(?:CreationDate|ModDate) \((?:[^()\\]|\\.)*\)")
+
+
+def chromium(env: Mapping[str, str] | None = None) -> str:
+    """The browser to print with: PRHUB_CHROMIUM, else the first of BROWSERS on PATH."""
+    env = os.environ if env is None else env
+    named = env.get("PRHUB_CHROMIUM")
+    if named:
+        found = shutil.which(named, path=env.get("PATH"))
+        if found is None:
+            raise PdfUnavailable(
+                f"PRHUB_CHROMIUM={named} is no program: point it to Chromium, or unset it to "
+                "use chromium from PATH (apt-get install chromium fonts-noto-cjk)"
+            )
+        return found
+    for name in BROWSERS:
+        if found := shutil.which(name, path=env.get("PATH")):
+            return found
+    raise PdfUnavailable(INSTALL)
+
+
+def pdf(html: str, timeout: float = TIMEOUT) -> bytes:
+    """`html` (a report's page) as a PDF: what a browser shows, with every fold open."""
+    program = chromium()
+    with tempfile.TemporaryDirectory(prefix="prhub-pdf-") as tmp:
+        page, out = Path(tmp, "page.html"), Path(tmp, "page.pdf")
+        page.write_text(html.replace("<details>", "<details open>"), encoding="utf-8")
+        args = [program, *FLAGS, *_sandbox(), f"--user-data-dir={Path(tmp, 'profile')}"]
+        _print([*args, f"--print-to-pdf={out}", page.as_uri()], tmp, timeout)
+        if not out.is_file() or out.stat().st_size == 0:
+            raise PdfUnavailable(f"Chromium ({program}) printed no PDF")
+        return _fixed(out.read_bytes())
+
+
+def _sandbox() -> tuple[str, ...]:
+    # Chromium refuses to start as root with its sandbox on (CI runners and containers are root).
+    return ("--no-sandbox",) if os.geteuid() == 0 else ()
+
+
+def _print(args: list[str], tmp: str, timeout: float) -> None:
+    """Runs Chromium in its own process group, which is killed whatever happens, so no helper
+    outlives the print; its temporary files go into `tmp`."""
+    env = {**os.environ, "TMPDIR": tmp}
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise PdfUnavailable(f"cannot start {args[0]}: {exc.strerror or exc}") from None
+    with proc:
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise PdfUnavailable(f"Chromium did not print the page within {timeout:g} s") from None
+        finally:
+            _end(proc)
+    if proc.returncode != 0:
+        lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
+        last = lines[-1].strip() if lines else "no message"
+        raise PdfUnavailable(f"Chromium failed (exit {proc.returncode}): {last}")
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Kills what is left of Chromium's process group and reads its stderr to the end: the
+    pipe closes once no process that held it is left to write into the folder being removed."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError):
+        proc.communicate(timeout=5)
+
+
+def _fixed(data: bytes) -> bytes:
+    """The PDF without its print dates (the same page gives the same bytes), and with text
+    that reads back as written (search, copy, pdftotext)."""
+    return _readable(_DATES.sub(lambda m: b" " * len(m.group()), data))  # offsets stay
+
+
+def _readable(data: bytes) -> bytes:
+    """The PDF with its fonts' text maps read as written, appended as an incremental update
+    (ISO 32000-1, 7.5.6) after the bytes Chromium wrote; as it was when none needs it."""
+    at = data.rfind(b"trailer")
+    trailer = _TRAILER.match(data, at) if at >= 0 else None
+    table = _XREF.match(data, int(trailer.group(2))) if trailer else None
+    if trailer is None or table is None:
+        return data
+    update, xref = bytearray(), []
+    for number in sorted({int(n) for n in _TO_UNICODE.findall(data)}):
+        at = table.end() + 20 * number  # each entry of the table is 20 bytes
+        entry = data[at : at + 10] if number < int(table.group(1)) else b""
+        found = _STREAM.match(data, int(entry)) if entry.isdigit() else None
+        if found is None:
+            continue
+        try:
+            cmap = zlib.decompress(data[found.end() : found.end() + int(found.group(1))])
+        except zlib.error:
+            continue
+        fixed = _BFRANGE.sub(_ranges, _BFCHAR.sub(_chars, cmap))
+        if fixed != cmap:
+            body = zlib.compress(fixed, 9)
+            xref.append(b"%d 1\n%010d 00000 n \n" % (number, len(data) + len(update)))
+            update += b"%d 0 obj\n<</Filter /FlateDecode /Length %d>> " % (number, len(body))
+            update += b"stream\n" + body + b"\nendstream\nendobj\n"
+    if not xref:
+        return data
+    start = len(data) + len(update)
+    update += b"xref\n" + b"".join(xref) + b"trailer\n<<" + trailer.group(1)
+    update += b" /Prev %s>>\nstartxref\n%d\n%%%%EOF\n" % (trailer.group(2), start)
+    return data + bytes(update)
+
+
+_TO_UNICODE = re.compile(rb"/ToUnicode (\d+) 0 R")
+_XREF = re.compile(rb"xref\s+0\s+(\d+)\s+")  # one table from object 0, as Chromium writes it
+_STREAM = re.compile(rb"\d+ 0 obj\s*<<\s*/Filter\s*/FlateDecode\s*/Length (\d+)\s*>>\s*stream\r?\n")
+_TRAILER = re.compile(rb"trailer\s*<<(.*)>>\s*startxref\s+(\d+)\s+%%EOF\s*$", re.S)
+_BFCHAR = re.compile(rb"beginbfchar(.*?)endbfchar", re.S)
+_BFRANGE = re.compile(rb"beginbfrange(.*?)endbfrange", re.S)
+_PAIR = re.compile(rb"(<[0-9A-Fa-f]+>\s*)<([0-9A-Fa-f]*)>")
+_RANGE = re.compile(rb"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*(?:<([0-9A-Fa-f]*)>|\[([^\]]*)\])")
+
+
+def _chars(section: re.Match[bytes]) -> bytes:
+    """A bfchar section with each code's text read as written."""
+    body = _PAIR.sub(lambda m: m.group(1) + _text(m.group(2)), section.group(1))
+    return b"beginbfchar" + body + b"endbfchar"
+
+
+def _ranges(section: re.Match[bytes]) -> bytes:
+    """A bfrange section with each code's text read as written: a range that holds one to
+    change becomes the list of its texts."""
+    return b"beginbfrange" + _RANGE.sub(_range, section.group(1)) + b"endbfrange"
+
+
+def _range(m: re.Match[bytes]) -> bytes:
+    low, high, first, listed = m.groups()
+    if listed is not None:
+        items = b" ".join(_text(t) for t in re.findall(rb"<([0-9A-Fa-f]*)>", listed))
+    else:
+        start = _decode(first)
+        count = int(high, 16) - int(low, 16) + 1
+        texts = [start[:-1] + chr(ord(start[-1]) + i) for i in range(count)] if start else []
+        if all(_read(t) == t for t in texts):
+            return m.group()
+        items = b" ".join(_hex(_read(t)) for t in texts)
+    return b"<" + low + b"> <" + high + b"> [" + items + b"]"
+
+
+def _decode(code: bytes) -> str:
+    try:
+        return bytes.fromhex(code.decode()).decode("utf-16-be")
+    except ValueError:  # not UTF-16 text: a lone surrogate, an odd length
+        return ""
+
+
+def _text(code: bytes) -> bytes:
+    """A code's text, as its hex string, read as written; what is no UTF-16 stays as it is."""
+    text = _decode(code)
+    read = _read(text)
+    return b"<" + code + b">" if read == text else _hex(read)
+
+
+def _hex(text: str) -> bytes:
+    return b"<" + text.encode("utf-16-be").hex().upper().encode() + b">"
+
+
+def _read(text: str) -> str:
+    """A glyph's text as its reader means it: the ideograph, not the radical it resembles."""
+    return "".join(
+        unicodedata.normalize("NFKC", c)
+        if "\u2f00" <= c <= "\u2fdf" or "\ufb00" <= c <= "\ufb06"
+        else _SUPPLEMENT.get(c, c)
+        for c in text
+    )
