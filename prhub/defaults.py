@@ -3,7 +3,7 @@ the CLI's help names them without loading pydantic (start-up time). `config.Sett
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 # Environment variable for each setting; flags given on the command line win over these.
 ENV = {
@@ -29,6 +29,10 @@ ENV = {
 
 # Where the LLM is called when no base URL is set: the openai SDK's own default.
 OPENAI_URL = "https://api.openai.com/v1"
+
+# How the reply's shape is asked for, of the modes a user may choose (what each does: `llm.MODES`).
+ResponseMode = Literal["json_schema", "json_object"]
+RESPONSE_MODES: tuple[str, ...] = get_args(ResponseMode)
 
 # The defaults of the settings that are also command-line options (why each: `config.Settings`).
 DEFAULTS: dict[str, Any] = {

@@ -120,7 +120,10 @@ class Display:
         if self.bar is not None:
             _Above(self.bar.console).write(f"prhub: {text}\n")
         else:
-            print(f"prhub: {text}", file=self.stream, flush=True)
+            # One write: print() writes the line and its newline apart, and a log line from
+            # another thread lands between them.
+            self.stream.write(f"prhub: {text}\n")
+            self.stream.flush()
 
     def close(self) -> None:
         if self.bar is not None:

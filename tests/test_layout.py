@@ -15,7 +15,7 @@ PACKAGE = ROOT / "prhub"
 STAGES = ["prepare", "github", "llm", "digest", "weekly", "store", "publish"]
 CORE = {
     "config", "defaults", "errors", "fields", "logmask", "model", "names", "options", "paths",
-    "retry", "tags", "text",
+    "retry", "tags", "text", "transport",
 }  # fmt: skip
 TOP = {"__init__", "__main__", "ci", "cli", "dryrun", "fanout", "pipeline", "progress"}
 

@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from prhub import retry
+from prhub import retry, transport
 from prhub.cli import app
 from prhub.errors import LLMInvalidReply, LLMUnavailable
-from prhub.llm import llm_http
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import message_tokens
 from prhub.model import Usage
@@ -79,8 +78,8 @@ ANSWERS: list[tuple[str, Any, str, bool]] = [
     ("a short Content-Length", (200, {"Content-Length": "30"}, completion()), "short", True),
     ("a long Content-Length", (200, {"Content-Length": "99999"}, completion()), "short", True),
     ("an empty body", (200, {}, b""), "empty answer", True),
-    ("null", (200, {}, None), "(root): Input should be a valid dictionary", False),
-    ("a list", (200, {}, [completion()]), "(root)", False),
+    ("null", (200, {}, None), "malformed answer: null instead of an object", False),
+    ("a list", (200, {}, [completion()]), "a list instead of an object", False),
     ("no choices", (200, {}, {"id": "x", "object": "chat.completion"}), "choices", False),
     ("choices: []", (200, {}, completion(choices=[])), "no choices", False),
     ("choices an object", (200, {}, completion(choices={"0": {}})), "choices: Input", False),
@@ -232,7 +231,7 @@ def test_a_redirect_loop_stops(make_llm: MakeLLM, llm: LLMStandIn) -> None:
     llm.script([(307, {"Location": f"{llm.url}/chat/completions"}, {})] * 30)
     with pytest.raises(LLMUnavailable, match="in a loop"):
         make_llm().complete(MESSAGES, Rating)
-    assert len(llm.bodies) == llm_http.MAX_REDIRECTS + 1
+    assert len(llm.bodies) == transport.MAX_REDIRECTS + 1
 
 
 # Deadlines: PRHUB_TIMEOUT bounds the whole answer, not each read
@@ -262,6 +261,17 @@ def test_a_silence_after_the_headers_ends_at_the_deadline(
     with pytest.raises(LLMUnavailable, match="PRHUB_TIMEOUT"):
         make_llm(timeout=1, max_attempts=1).complete(MESSAGES, Rating)
     assert time.monotonic() - started < 5
+
+
+def test_a_read_still_waiting_at_the_deadline_is_cut_there(
+    make_llm: MakeLLM, llm: LLMStandIn
+) -> None:
+    # The second byte is due at 5 s, in a read that began at 2.5 s with a timeout of 3 s.
+    llm.script([("trickle", 2.5, 1)])
+    started = time.monotonic()
+    with pytest.raises(LLMUnavailable, match="within 3 s"):
+        make_llm(timeout=3, max_attempts=1).complete(MESSAGES, Rating)
+    assert time.monotonic() - started < 4
 
 
 def test_waiting_for_a_jobs_slot_does_not_count_against_the_deadline(

@@ -499,6 +499,18 @@ def test_a_silence_after_the_headers_ends_at_the_deadline(
     assert time.monotonic() - started < 5
 
 
+def test_a_read_still_waiting_at_the_deadline_is_cut_there(
+    make_source: MakeSource, github: GitHubStandIn
+) -> None:
+    # Of the 1.8 kB, the first kB comes at 2.5 s and the rest at 5 s: the read that waits for
+    # it began at 2.5 s with a timeout of 3 s.
+    github.script(r"/pulls/101$", [("trickle", 2.5, 1000)])
+    started = time.monotonic()
+    with pytest.raises(GitHubUnavailable, match="within 3 s"):
+        make_source(timeout=3, max_attempts=1).pull_payload(REPO, 101)
+    assert time.monotonic() - started < 4
+
+
 def test_headers_that_never_come_name_prhub_timeout(
     make_source: MakeSource, github: GitHubStandIn
 ) -> None:
@@ -536,23 +548,6 @@ def test_a_request_waiting_for_its_slot_is_not_sent_once_halted(
         thread.join()
     assert [type(exc) for exc in outcome] == [retry.Halted]
     assert f"/repos/{REPO}/pulls/102" not in github.paths()
-
-
-def test_one_threads_request_never_leaves_as_anothers(
-    source: GitHubSource, github: GitHubStandIn
-) -> None:
-    # PyGithub shares one connection object between threads, between request() and
-    # getresponse(): another thread's request() in that gap must not replace this one's.
-    source.pull_payload(REPO, 101)
-    connection = vars(source.client.requester)["_Requester__connection"]
-    headers = {"Authorization": f"token {GITHUB_TOKEN}"}
-    connection.request("GET", f"/repos/{REPO}/pulls/101", None, headers)
-    other = threading.Thread(
-        target=connection.request, args=("GET", f"/repos/{REPO}/pulls/102", None, headers)
-    )
-    other.start()
-    other.join()
-    assert json.loads(connection.getresponse().read())["number"] == 101
 
 
 # Answers too big to be GitHub's: refused before they fill the memory

@@ -1,3 +1,4 @@
-"""Stage github: PyGithub calls, their HTTP adapter and the payloads' checks.
+"""Stage github: PyGithub calls, the checks of GitHub's answers and the payloads' checks; what
+PyGithub offers no public API for, in `pygithub` alone.
 
 Owns fetching and GitHub's errors; never touches tokens, prompts or output."""

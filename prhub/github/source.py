@@ -13,7 +13,7 @@ from github import Auth, Github, GithubException, RateLimitExceededException
 from github.Issue import Issue
 from github.PullRequest import PullRequest as GithubPullRequest
 
-from prhub import retry
+from prhub import retry, transport
 from prhub.config import REPO_SHAPE, Settings, shown_url
 from prhub.errors import (
     ConfigError,
@@ -24,7 +24,8 @@ from prhub.errors import (
     RepoNotFound,
     set_secret,
 )
-from prhub.github.source_http import IncompleteSearch, Overdue, guard, origin
+from prhub.github import pygithub
+from prhub.github.source_http import IncompleteSearch, Overdue, guard
 from prhub.github.source_payload import attributes_text, pull_request_from_payload
 from prhub.github.source_payload import references as references  # where users found it before
 from prhub.model import PullRequest
@@ -39,7 +40,7 @@ GITHUB_IN_FLIGHT = 4
 
 def connect(settings: Settings, counter: retry.RetryCounter | None = None) -> Github:
     """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries."""
-    if not (origin(settings.github_url) or "").startswith(("http://", "https://")):
+    if not (transport.origin(settings.github_url) or "").startswith(("http://", "https://")):
         raise ConfigError(  # PyGithub crashes on these
             f"bad GitHub API URL {shown_url(settings.github_url)!r}: use e.g. https://api.github.com"
         )
@@ -98,8 +99,8 @@ class GitHubSource:
         """One PR with every changed file over all pages, its reviews, its review and
         conversation comments (asked only when GitHub counts some) and references."""
         payload = payload or self.pull_payload(repo, number)
-        other = origin(payload["url"])  # where PyGithub would list the files and reviews
-        if other != origin(self.settings.github_url):
+        other = transport.origin(payload["url"])  # where PyGithub lists the files and reviews
+        if other != transport.origin(self.settings.github_url):
             raise GitHubUnavailable(
                 f"GitHub's answer for {repo}#{number} points to another host, "
                 f"{other or 'an unreadable address'}: not followed; check --github-url"
@@ -119,10 +120,9 @@ class GitHubSource:
     def _list(self, pages: Any, what: str, repo: str, number: int) -> list[dict[str, Any]]:
         """Every item of a paginated list, as GitHub sent it."""
         # One list object for every attempt: a retry resumes at the page that failed, so one
-        # attempt costs one request a page and a fault costs one more. The page's data, not
-        # raw_data: raw_data of a comment fetches that comment again.
+        # attempt costs one request a page and a fault costs one more.
         return self._call(
-            lambda: [item._rawData for item in pages],
+            lambda: [pygithub.page_data(item) for item in pages],
             f"fetching {what} of {repo}#{number}",
             repo=repo,
             number=number,

@@ -8,29 +8,22 @@ import logging
 import math
 import re
 import threading
-import time
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, NotRequired
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import requests
 from github import Github
-from github.Requester import (
-    HTTPRequestsConnectionClass,
-    HTTPSRequestsConnectionClass,
-    RequestsResponse,
-)
-from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
-from requests.hooks import default_hooks
+from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapter
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from prhub import retry
+from prhub import retry, transport
 from prhub.errors import GitHubUnavailable
+from prhub.github import pygithub
 
 log = logging.getLogger("prhub")
 
-MAX_REDIRECTS = 5
 MAX_ANSWER = 64 * 2**20  # a page of 100 files with their patches is a few MB
 ADVICE = "rerun later, or check --github-url"
 
@@ -149,29 +142,16 @@ class _Search(TypedDict):
     items: list[_Hit]
 
 
-# Endpoint (end of the path) -> the shape of its answer and what its top level is.
-SHAPES: list[tuple[re.Pattern[str], TypeAdapter[Any], str]] = [
-    (re.compile(r"/search/issues$"), TypeAdapter(_Search), "an object"),
-    (re.compile(r"/repos/[^/]+/[^/]+/pulls/\d+$"), TypeAdapter(_Pull), "an object"),
-    (re.compile(r"/pulls/\d+/files$"), TypeAdapter(list[_File]), "a list"),
-    (re.compile(r"/pulls/\d+/reviews$"), TypeAdapter(list[_Review]), "a list"),
-    (re.compile(r"/pulls/\d+/comments$"), TypeAdapter(list[_InlineComment]), "a list"),
-    (re.compile(r"/issues/\d+/comments$"), TypeAdapter(list[_Comment]), "a list"),
-    (re.compile(r"/contents/\.gitattributes$"), TypeAdapter(_Content), "an object"),
+# Endpoint (end of the path) -> the shape of its answer.
+SHAPES: list[tuple[re.Pattern[str], TypeAdapter[Any]]] = [
+    (re.compile(r"/search/issues$"), TypeAdapter(_Search)),
+    (re.compile(r"/repos/[^/]+/[^/]+/pulls/\d+$"), TypeAdapter(_Pull)),
+    (re.compile(r"/pulls/\d+/files$"), TypeAdapter(list[_File])),
+    (re.compile(r"/pulls/\d+/reviews$"), TypeAdapter(list[_Review])),
+    (re.compile(r"/pulls/\d+/comments$"), TypeAdapter(list[_InlineComment])),
+    (re.compile(r"/issues/\d+/comments$"), TypeAdapter(list[_Comment])),
+    (re.compile(r"/contents/\.gitattributes$"), TypeAdapter(_Content)),
 ]
-
-
-def origin(url: str) -> str | None:
-    """scheme://host:port of a URL, the default port spelled out; None when it names no host."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    except ValueError:
-        return None
-    if not parts.hostname:
-        return None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return f"{parts.scheme}://{host}:{port}"
 
 
 def guard(
@@ -180,172 +160,86 @@ def guard(
     """Makes every answer to `client` pass `checked` before PyGithub reads it, and, given
     `in_flight`, keeps at most that many of its requests open at once, whatever the threads;
     a request that waited for its slot is not sent once the run (`counter`) stopped."""
-    # PyGithub builds its requests sessions inside its connection classes and offers no hook;
-    # it looks the classes up on the requester, so replacing them there changes this client
-    # only (its injectConnectionClasses would change every client in the process).
-    state = vars(client.requester)
-    if "_Requester__connectionClass" not in state:
-        raise RuntimeError("this PyGithub version hides its connection classes: cannot guard")
-    # Classes of this client alone: the bound is shared by its connections, not by all clients.
-    slots = {
-        "slots": threading.BoundedSemaphore(in_flight) if in_flight else None,
-        "counter": counter,
-    }
-    http = type("GuardedHTTP", (_HTTP,), slots)
-    https = type("GuardedHTTPS", (_HTTPS,), slots)
-    secure = urlsplit(client.requester.base_url).scheme == "https"
-    state["_Requester__connectionClass"] = https if secure else http
-    state["_Requester__httpConnectionClass"] = http
-    state["_Requester__httpsConnectionClass"] = https
+    # This client's own bound, shared by its connections, not by all clients.
+    slots = threading.BoundedSemaphore(in_flight) if in_flight else None
+
+    def send(
+        session: requests.Session, verb: str, url: str, *, timeout: float | None, **asked: Any
+    ) -> requests.Response:
+        with slots or contextlib.nullcontext():
+            retry.check(counter)  # stopped while waiting for its slot: never sent
+            deadline = transport.Deadline(math.inf if timeout is None else timeout)
+            session.max_redirects = transport.MAX_REDIRECTS
+            try:
+                return session.request(
+                    verb,
+                    url,
+                    timeout=deadline.cap(timeout),
+                    # Followed within the origin only: `checked` refuses a redirect elsewhere.
+                    allow_redirects=True,
+                    hooks={"response": partial(checked, deadline)},  # each hop of this request
+                    **asked,  # headers, data, verify
+                )
+            except requests.exceptions.TooManyRedirects as exc:
+                last = exc.response
+                if last is not None:
+                    last.close()  # requests leaves the last redirect open
+                where = urlsplit(last.url if last is not None else url).path
+                raise GitHubUnavailable(f"GitHub redirected {where} in a loop: {ADVICE}") from None
+
+    pygithub.route(client, send)
 
 
-class _Guarded:
-    """What both connection classes add: checked answers, a bound, requests kept per thread."""
-
-    slots: threading.BoundedSemaphore | None = None
-    counter: retry.RetryCounter | None = None  # the run whose stop a waiting request heeds
-    session: requests.Session
-    protocol: str
-    host: str
-    port: int
-    timeout: int | None
-    verify: Any
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.session.hooks["response"].append(partial(checked, self.session))
-        self._asked = threading.local()
-
-    def request(
-        self, verb: str, url: str, input: Any, headers: dict[str, str], stream: bool = False
-    ) -> None:
-        # PyGithub shares one connection object between threads and keeps the request on it
-        # until getresponse(): kept per thread, one thread's request never leaves as another's.
-        self._asked.request = (verb, url, input, headers)
-
-    def getresponse(self) -> RequestsResponse:
-        """The answer, read whole within a slot of the bound (as PyGithub's own, otherwise)."""
-        verb, url, data, headers = self._asked.request
-        send = getattr(self.session, verb.lower())
-        # PyGithub keeps the host without the brackets an IPv6 literal needs in a URL.
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        with self.slots or contextlib.nullcontext():
-            retry.check(self.counter)  # stopped while waiting for its slot: never sent
-            timeout: float | None = self.timeout
-            if (budget := retry.deadline()) is not None:  # the last attempt gets what is left
-                timeout = max(min(timeout or math.inf, budget - time.monotonic()), 0.001)
-            answer = send(
-                f"{self.protocol}://{host}:{self.port}{url}",
-                headers=headers,
-                data=data,
-                timeout=timeout,
-                verify=self.verify,
-                allow_redirects=False,
-            )
-        return RequestsResponse(answer)
-
-
-class _HTTP(_Guarded, HTTPRequestsConnectionClass):
-    pass
-
-
-class _HTTPS(_Guarded, HTTPSRequestsConnectionClass):
-    pass
-
-
-def checked(session: requests.Session, response: requests.Response, **send: Any) -> Any:
-    """The answer after redirects within its origin: an error status, or 200 with valid JSON;
-    whole within the request's timeout of its start, redirects included."""
+def checked(
+    deadline: transport.Deadline, response: requests.Response, **_: Any
+) -> requests.Response:
+    """Each answer, every redirect of it too: logged; read whole by the deadline; a redirect
+    within its origin, an error status, or 200 with valid JSON of the endpoint's shape."""
     log.info("GitHub %s %s: %s", response.request.method, response.url, response.status_code)
-    timeout = send.get("timeout")
-    timeout = timeout[-1] if isinstance(timeout, tuple) else timeout  # (connect, read)
-    deadline = None
-    if isinstance(timeout, int | float):
-        deadline = time.monotonic() + timeout - response.elapsed.total_seconds()
+    where = urlsplit(response.url).path
     try:
-        hops = 0
-        while response.is_redirect:
-            where = urlsplit(response.url).path
-            target = urljoin(response.url, response.headers["location"])
-            if origin(target) != origin(response.url):
-                other = origin(target) or "an unreadable address"
+        if response.is_redirect:
+            if other := transport.other_origin(response.url, response.headers["location"]):
                 raise GitHubUnavailable(
                     f"GitHub redirected {where} to another host, {other}: not followed; {ADVICE}"
                 )
-            hops += 1
-            if hops > MAX_REDIRECTS:
-                raise GitHubUnavailable(f"GitHub redirected {where} in a loop: {ADVICE}")
-            request = response.request.copy()
-            request.prepare_url(target, None)
-            request.hooks = default_hooks()  # the chain is followed here, not by nested hooks
-            _body(response, deadline, timeout)  # read, so the connection can serve the next one
-            response.close()
-            response = session.send(request, allow_redirects=False, **send)
-        if not send.get("stream"):
-            _body(response, deadline, timeout)
-        _check(response, stream=bool(send.get("stream")))
+        _read(response, deadline)  # a redirect's too, so the connection can serve the next one
+        if not response.is_redirect:
+            _check(response)
     except Exception:
         response.close()  # PyGithub never sees this answer, so nothing else would close it
         raise
     return response
 
 
-def _body(response: requests.Response, deadline: float | None, timeout: Any) -> bytes:
-    """The whole body, by `deadline`: a read still waiting then ends as its socket is shut."""
-    if deadline is None:
-        return _read(response)
-    late = threading.Event()
-
-    def cut() -> None:
-        late.set()
-        with contextlib.suppress(Exception):  # released already, or urllib3 before 2.3
-            response.raw.shutdown()
-
-    if deadline > time.monotonic():  # else the headers alone took all the time
-        timer = threading.Timer(deadline - time.monotonic(), cut)
-        timer.daemon = True
-        timer.start()
-        try:
-            body = _read(response)
-        except requests.exceptions.RequestException:
-            if not late.is_set():
-                raise
-        else:
-            if not late.is_set():  # a body without a length just ends when its socket is shut
-                return body
-        finally:
-            timer.cancel()
+def _read(response: requests.Response, deadline: transport.Deadline) -> None:
+    """Reads the whole body, by the deadline, refused past MAX_ANSWER before more is held."""
     where = urlsplit(response.url).path
-    raise Overdue(
-        f"GitHub did not send its whole answer to {where} within {timeout:g} s: "
-        "raise PRHUB_TIMEOUT, or rerun later"
+    chunks = transport.body(
+        response.iter_content(2**16),
+        deadline,
+        MAX_ANSWER,
+        lambda: response.raw.shutdown(),  # urllib3 2.3 on; before, a read waits its timeout
+        response.headers.get("content-length"),
     )
+    try:
+        response._content = b"".join(chunks)  # what .content gives PyGithub, read once
+    except transport.TooBig:
+        raise GitHubUnavailable(
+            f"GitHub's answer to {where} is over {MAX_ANSWER // 2**20} MB: not read; {ADVICE}"
+        ) from None
+    except transport.Late:
+        raise Overdue(
+            f"GitHub did not send its whole answer to {where} within {deadline.seconds:g} s: "
+            "raise PRHUB_TIMEOUT, or rerun later"
+        ) from None
 
 
-def _read(response: requests.Response) -> bytes:
-    """The whole body, refused past MAX_ANSWER before more of it is held in memory."""
-    where = urlsplit(response.url).path
-    too_big = GitHubUnavailable(
-        f"GitHub's answer to {where} is over {MAX_ANSWER // 2**20} MB: not read; {ADVICE}"
-    )
-    length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_ANSWER:
-        raise too_big
-    parts, size = [], 0
-    for part in response.iter_content(2**16):
-        size += len(part)
-        if size > MAX_ANSWER:
-            raise too_big
-        parts.append(part)
-    response._content = b"".join(parts)  # what .content gives PyGithub, read once
-    return response._content
-
-
-def _check(response: requests.Response, stream: bool) -> None:
+def _check(response: requests.Response) -> None:
     status, where = response.status_code, urlsplit(response.url).path
+    body = response.content
     if status >= 400:
         # PyGithub reads a text error page as the error's message, but fails on broken JSON.
-        body = b"" if stream else response.content
         if body[:1] in (b"{", b"[") and _json(body) is None:
             raise GitHubUnavailable(f"GitHub answered {status} to {where} with broken JSON")
         return
@@ -354,27 +248,22 @@ def _check(response: requests.Response, stream: bool) -> None:
     if status != 200:  # PyGithub would wait on a 202 forever; the others mean nothing here
         raise GitHubUnavailable(f"GitHub answered {status} to {where}, not 200: {ADVICE}")
     for link in response.links.values():  # pagination that PyGithub would follow
-        target = urljoin(response.url, link.get("url", ""))
-        if origin(target) != origin(response.url):
-            other = origin(target) or "an unreadable address"
+        if other := transport.other_origin(response.url, link.get("url", "")):
             raise GitHubUnavailable(
                 f"GitHub's answer to {where} links to another host, {other}: not followed; "
                 "check --github-url"
             )
-    if stream:
-        return
-    body = response.content
     if (data := _json(body)) is None:
         kind = (response.headers.get("content-type") or "no type").split(";")[0][:40]
         bare = body.strip()
         looks = "no body" if not bare else "null" if bare == b"null" else f"not JSON ({kind})"
         raise GitHubUnavailable(f"GitHub sent a malformed answer to {where}: {looks}; {ADVICE}")
-    for pattern, shape, top in SHAPES:
+    for pattern, shape in SHAPES:
         if pattern.search(where):
-            try:
-                shape.validate_python(data)
-            except ValidationError as exc:
-                raise GitHubUnavailable(_malformed(where, exc, data, top)) from None
+            if (wrong := transport.problem(shape, data)) is not None:
+                raise GitHubUnavailable(
+                    f"GitHub sent a malformed answer to {where}: {wrong}; {ADVICE}"
+                )
             if isinstance(data, dict) and data.get("incomplete_results") is True:
                 raise IncompleteSearch(
                     f"GitHub's search answered {where} with incomplete results (it timed out)"
@@ -387,17 +276,3 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
-
-
-def _malformed(where: str, exc: ValidationError, data: Any, top: str) -> str:
-    error = exc.errors()[0]
-    at = ".".join(str(part) for part in error["loc"])
-    what = f"{at}: {error['msg']}" if at else f"{_kind(data)} instead of {top}"
-    return " ".join(f"GitHub sent a malformed answer to {where}: {what}; {ADVICE}".split())
-
-
-def _kind(data: Any) -> str:
-    if isinstance(data, bool):
-        return "true or false"
-    kinds = {int: "a number", float: "a number", str: "a string", list: "a list"}
-    return kinds.get(type(data), "an object")

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from prhub import retry
 from prhub.config import Settings, shown_url
+from prhub.defaults import OPENAI_URL, RESPONSE_MODES
 from prhub.errors import (
     ConfigError,
     LLMInvalidReply,
@@ -34,11 +35,12 @@ __all__ += ["Prompt", "load_prompt", "message_tokens", "tasks", "untrusted", "ve
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("prhub")
 
-# How the reply's shape is asked for. json_schema: the endpoint enforces the schema.
-# json_object_schema: JSON mode plus the schema in llama-cpp-python's own `schema` key, which it
-# enforces with a grammar (OpenAI refuses that key, so it is sent only where it is known).
-# json_object: JSON mode; the prompt carries an example of the reply.
-MODES = ("json_schema", "json_object_schema", "json_object")
+# How the reply's shape is asked for: the modes a user may choose, then the one prhub learns.
+# json_schema: the endpoint enforces the schema. json_object: JSON mode; the prompt carries an
+# example of the reply. json_object_schema: JSON mode plus the schema in llama-cpp-python's own
+# `schema` key, which it enforces with a grammar (OpenAI refuses that key, so it is sent only
+# where it is known).
+MODES = (*RESPONSE_MODES, "json_object_schema")
 # Where a mode goes when the endpoint refuses it.
 _FALLBACK = {"json_schema": "json_object", "json_object_schema": "json_object"}
 # llama-cpp-python's server refuses json_schema with this and accepts json_object with `schema`.
@@ -111,6 +113,7 @@ class LLM:
     ) -> None:
         if mode is not None and mode not in MODES:
             raise ConfigError(f"unknown response mode {mode!r}: choose one of {', '.join(MODES)}")
+        self.settings = settings
         if client is None:
             if not settings.openai_api_key:
                 raise ConfigError(
@@ -118,7 +121,6 @@ class LLM:
                     "(any value for a local server)"
                 )
             base_url, query = llm_http.endpoint(settings.openai_base_url)
-            where = shown_url(settings.openai_base_url) or "https://api.openai.com/v1"
             client = openai.OpenAI(
                 api_key=settings.openai_api_key.get_secret_value(),
                 base_url=base_url,
@@ -126,9 +128,8 @@ class LLM:
                 max_retries=0,  # one policy owns retries: prhub.retry
                 timeout=settings.timeout,
                 # Checks every answer; settings.timeout bounds the whole answer, not each read.
-                http_client=llm_http.http_client(settings.timeout, where),
+                http_client=llm_http.http_client(settings.timeout, self._where()),
             )
-        self.settings = settings
         self.client = client
         self.counter = counter
         self._mode: str = mode or settings.response_mode
@@ -326,7 +327,7 @@ class LLM:
         return True
 
     def _where(self) -> str:
-        return shown_url(self.settings.openai_base_url) or "https://api.openai.com/v1"
+        return shown_url(self.settings.openai_base_url) or OPENAI_URL
 
     def _translate(self, exc: openai.APIStatusError, messages: list[dict[str, str]]) -> Exception:
         detail = llm_http.error_message(exc)

@@ -5,29 +5,25 @@ the endpoint's own host, and shaped as a chat completion; checked before the ope
 from __future__ import annotations
 
 import json
-import math
 import re
-import time
+import socket
 from collections.abc import Iterator
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, cast
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx2
 import openai
-from pydantic import Field, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import Field, StrictInt, StrictStr, TypeAdapter
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from prhub import retry
-from prhub.config import shown_url
+from prhub import retry, transport
 from prhub.errors import LLMUnavailable
 
 MAX_BODY = 8 * 2**20  # a reply of a few thousand tokens is tens of kB, reasoning included
-MAX_REDIRECTS = 5
 # The most characters one token can stand for, generously: a reply of more than max_tokens
 # times this was not held to max_tokens (o200k's tokens average about 4 characters of English).
 CHARS_PER_TOKEN = 16
-_DEADLINE = "prhub.deadline"  # request extension: when the whole answer must be in (monotonic)
-_HOPS = "prhub.hops"  # request extension, shared by the hops of one call: redirects followed
+_DEADLINE = "prhub.deadline"  # request extension: the transport.Deadline of the whole answer
 _NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 _ADVICE = "check that OPENAI_BASE_URL points at an OpenAI-compatible endpoint"
 
@@ -91,9 +87,29 @@ def http_client(timeout: float, where: str) -> httpx2.Client:
     """An HTTP client for the SDK with its defaults, whose answers are checked as this module
     says; `timeout` bounds each whole answer, `where` names the endpoint in messages."""
     checks = _Checks(timeout, where)
-    return openai.DefaultHttpxClient(
-        event_hooks={"request": [checks.started], "response": [checks.answered]}
+    return _Client(
+        where,
+        max_redirects=transport.MAX_REDIRECTS,
+        event_hooks={"request": [checks.started], "response": [checks.answered]},
     )
+
+
+class _Client(openai.DefaultHttpxClient):
+    """The SDK's client, to which a redirect loop is a malformed answer, not a lost connection:
+    the endpoint answers it again alike."""
+
+    def __init__(self, where: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.where = where
+
+    def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        try:
+            return super().send(request, **kwargs)
+        except httpx2.TooManyRedirects:
+            raise MalformedAnswer(
+                f"the LLM endpoint {self.where} redirected {request.url.path} in a loop: "
+                "check OPENAI_BASE_URL"
+            ) from None
 
 
 class _Checks:
@@ -102,39 +118,31 @@ class _Checks:
         self.where = where
 
     def started(self, request: httpx2.Request) -> None:
-        # Set by the first hop only: the hops of one call share their extensions. An attempt
-        # ends by its own timeout and by the end of all attempts' time (retry.deadline).
-        now = time.monotonic()
-        budget = retry.deadline()
-        deadline = request.extensions.setdefault(
-            _DEADLINE, min(now + self.timeout, budget if budget is not None else math.inf)
-        )
-        # No wait (connect, headers) may outlast the deadline either.
+        # Set by the first hop only: the hops of one call share their extensions.
+        if _DEADLINE not in request.extensions:
+            request.extensions[_DEADLINE] = transport.Deadline(self.timeout)
+        deadline: transport.Deadline = request.extensions[_DEADLINE]
+        # No wait (connect, headers, a read) may outlast the deadline either.
         timeouts = request.extensions.get("timeout")
         if isinstance(timeouts, dict):
-            left = max(deadline - now, 0.001)
             request.extensions["timeout"] = {
-                k: min(v, left) if isinstance(v, int | float) else left for k, v in timeouts.items()
+                k: deadline.cap(v if isinstance(v, int | float) else None)
+                for k, v in timeouts.items()
             }
 
     def answered(self, response: httpx2.Response) -> None:
         request = response.request
-        deadline: float = request.extensions[_DEADLINE]
-        left = deadline - time.monotonic()
-        if left <= 0:
+        deadline: transport.Deadline = request.extensions[_DEADLINE]
+        if deadline.passed():
             raise httpx2.ReadTimeout("no whole answer by the deadline", request=request)
-        # httpcore reads the body's read timeout when the body is first read: no read may
-        # wait past the deadline, and the stream checks it between reads.
-        timeouts = request.extensions.get("timeout")
-        if isinstance(timeouts, dict):
-            read = timeouts.get("read")
-            request.extensions["timeout"] = {**timeouts, "read": min(read or left, left)}
-        length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > MAX_BODY:
-            raise _too_big(self.where)
-        response.stream = _Bounded(response.stream, request, deadline, self.where)
+        response.stream = _Bounded(response, deadline, self.where)
         if response.has_redirect_location:
-            self._redirect(response)
+            location = response.headers["location"]
+            if other := transport.other_origin(str(response.url), location):
+                raise MalformedAnswer(
+                    f"the LLM endpoint {self.where} redirected {response.url.path} to another "
+                    f"host, {other}: not followed; check OPENAI_BASE_URL"
+                )
         elif response.is_redirect or 300 <= response.status_code < 400:
             raise MalformedAnswer(
                 f"the LLM endpoint {self.where} answered {response.status_code} without a "
@@ -142,22 +150,6 @@ class _Checks:
             )
         elif response.is_success and request.url.path.endswith("/chat/completions"):
             self._completion(response)  # read whole here: prhub never asks for a stream
-
-    def _redirect(self, response: httpx2.Response) -> None:
-        """Lets the client follow a redirect within the endpoint's origin, a few times."""
-        target = response.url.join(response.headers["location"])
-        if _origin(target) != _origin(response.url):
-            raise MalformedAnswer(
-                f"the LLM endpoint {self.where} redirected {response.url.path} to another host, "
-                f"{_origin(target)}: not followed; check OPENAI_BASE_URL"
-            )
-        extensions = response.request.extensions
-        extensions[_HOPS] = extensions.get(_HOPS, 0) + 1
-        if extensions[_HOPS] > MAX_REDIRECTS:
-            raise MalformedAnswer(
-                f"the LLM endpoint {self.where} redirected {response.url.path} in a loop: "
-                "check OPENAI_BASE_URL"
-            )
 
     def _completion(self, response: httpx2.Response) -> None:
         """Reads a successful answer and checks it is one chat completion."""
@@ -204,12 +196,8 @@ class _Checks:
             raise MalformedAnswer(
                 f"{what} answered 200 with an error: {str(message)[:200]}; rerun later"
             )
-        try:
-            COMPLETION.validate_python(data)
-        except ValidationError as exc:
-            raise MalformedAnswer(
-                f"{what} sent a malformed answer: {_problem(exc)}; {_ADVICE}"
-            ) from None
+        if (wrong := transport.problem(COMPLETION, data)) is not None:
+            raise MalformedAnswer(f"{what} sent a malformed answer: {wrong}; {_ADVICE}")
         _within_max_tokens(data, response.request, what)
 
 
@@ -236,23 +224,32 @@ def _within_max_tokens(data: dict[str, Any], request: httpx2.Request, what: str)
 
 
 class _Bounded(httpx2.SyncByteStream):
-    """A response body that must arrive by a deadline and stay under MAX_BODY."""
+    """A response body that must arrive by the deadline and stay under MAX_BODY."""
 
-    def __init__(self, stream: Any, request: httpx2.Request, deadline: float, where: str) -> None:
-        self.stream = stream
-        self.request = request
+    def __init__(self, response: httpx2.Response, deadline: transport.Deadline, where: str) -> None:
+        self.response = response
+        self.stream = cast(httpx2.SyncByteStream, response.stream)  # a sync client's
         self.deadline = deadline
         self.where = where
 
     def __iter__(self) -> Iterator[bytes]:
-        size = 0
-        for chunk in self.stream:
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _too_big(self.where)
-            if time.monotonic() > self.deadline:  # a trickle: every read is in time, not all
-                raise httpx2.ReadTimeout("no whole answer by the deadline", request=self.request)
-            yield chunk
+        response = self.response
+        chunks = transport.body(
+            self.stream, self.deadline, MAX_BODY, self._cut, response.headers.get("content-length")
+        )
+        try:
+            yield from chunks
+        except transport.TooBig:
+            raise _too_big(self.where) from None
+        except transport.Late:
+            raise httpx2.ReadTimeout(
+                "no whole answer by the deadline", request=response.request
+            ) from None
+
+    def _cut(self) -> None:
+        """Shuts the connection under a read that waits past the deadline."""
+        stream = self.response.extensions["network_stream"]
+        stream.get_extra_info("socket").shutdown(socket.SHUT_RD)
 
     def close(self) -> None:
         self.stream.close()
@@ -313,18 +310,3 @@ def _too_big(where: str) -> MalformedAnswer:
     return MalformedAnswer(
         f"the LLM endpoint {where} sent an answer over {MAX_BODY // 2**20} MB: {_ADVICE}"
     )
-
-
-def _origin(url: httpx2.URL) -> str:
-    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
-    host = f"[{url.host}]" if ":" in url.host else url.host
-    return shown_url(f"{url.scheme}://{host}:{port}")
-
-
-def _problem(exc: ValidationError) -> str:
-    """The first thing wrong with an answer, in one short line."""
-    error = exc.errors()[0]
-    at = ".".join(str(part) for part in error["loc"]) or "(root)"
-    if error["loc"] == ("choices",) and error["type"] == "too_short":
-        return "no choices"
-    return f"{at}: {error['msg']}"[:200]
