@@ -33,11 +33,12 @@ sys.path.insert(0, str(ROOT))
 
 from bench.standins import KEY, TOKEN, standin  # noqa: E402
 from prhub import pipeline  # noqa: E402
-from prhub.config import ENV, Settings  # noqa: E402
+from prhub.config import Settings  # noqa: E402
+from prhub.defaults import ENV  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.github.source import GitHubSource  # noqa: E402
 from prhub.llm.llm import LLM  # noqa: E402
-from prhub.retry import RetryCounter  # noqa: E402
+from prhub.retry import StopToken  # noqa: E402
 from tests.standins import GitHubStandIn, LLMStandIn  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "github"
@@ -100,11 +101,11 @@ def run(args: argparse.Namespace, corpus: Path, tmp: Path, rate: float) -> dict[
             **({"max_attempts": args.attempts} if args.attempts else {}),
             **({"retry_base_wait": args.base_wait} if args.base_wait is not None else {}),
         )
-        gh_retries, llm_retries = RetryCounter(), RetryCounter()
+        gh_retries, llm_retries = StopToken(), StopToken()
         started = time.perf_counter()
         with (
-            closing(GitHubSource(settings, counter=gh_retries)) as source,
-            closing(LLM(settings, counter=llm_retries)) as llm,
+            closing(GitHubSource(settings, stop=gh_retries)) as source,
+            closing(LLM(settings, stop=llm_retries)) as llm,
         ):
             try:
                 report = pipeline.weekly(

@@ -19,8 +19,8 @@ from zoneinfo import ZoneInfo
 from prhub.config import Settings
 from prhub.digest import digest
 from prhub.digest.digest import budgets, plan
-from prhub.github.source import pull_request_from_payload
-from prhub.llm.llm import message_tokens
+from prhub.github.source_payload import pull_request_from_payload
+from prhub.llm.prompt import message_tokens
 from prhub.model import PreparedPR, PullRequest
 from prhub.prepare import prepare
 from prhub.prepare.tokens import get_encoding

@@ -42,13 +42,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench.standins import TOKEN, standin  # noqa: E402
 from prhub import pipeline  # noqa: E402
-from prhub.config import Settings, load_settings, shown_url  # noqa: E402
+from prhub.config import Settings, load_settings  # noqa: E402
 from prhub.digest import checks  # noqa: E402
 from prhub.digest.ground import PATH, SPAN, pr_source  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.fields import PLACEHOLDERS  # noqa: E402
 from prhub.llm.llm import LLM  # noqa: E402
 from prhub.llm.reply import example, strings  # noqa: E402
+from prhub.logmask import shown_url  # noqa: E402
 from prhub.model import DigestContent, PRDigest, PullRequest, Usage  # noqa: E402
 
 # An angle-bracketed note in Chinese, as the prompt's example reply writes its placeholders.

@@ -22,11 +22,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
-from prhub.defaults import DEFAULTS, OPENAI_URL
-from prhub.defaults import ENV as ENV
+from prhub.defaults import DEFAULTS, ENV, OPENAI_URL, ResponseMode
 from prhub.errors import ConfigError
-from prhub.logmask import login
-from prhub.logmask import shown_url as shown_url
+from prhub.logmask import login, shown_url
 from prhub.names import repo_name
 
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
@@ -61,7 +59,7 @@ class Settings(BaseModel):
     openai_api_key: SecretStr | None = None
     model: str = DEFAULTS["model"]
     # json_schema: the endpoint enforces the schema; json_object: the prompt carries it.
-    response_mode: Literal["json_schema", "json_object"] = DEFAULTS["response_mode"]
+    response_mode: ResponseMode = DEFAULTS["response_mode"]
     # Defaults fit a 32k-context model: prompt plus reserved reply stay under 32,768 tokens.
     input_budget: int = DEFAULTS["input_budget"]
     output_tokens: int = 4_000

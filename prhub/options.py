@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from prhub.defaults import DEFAULTS, ENV
+from prhub.defaults import DEFAULTS, ENV, ResponseMode
 from prhub.names import pr_ref, repo_name
 
 
@@ -78,11 +78,6 @@ class Format(StrEnum):
 
 
 SUFFIX = {Format.markdown: "md", Format.json: "json", Format.html: "html"}  # of each format's files
-
-
-class ResponseMode(StrEnum):
-    json_schema = "json_schema"
-    json_object = "json_object"
 
 
 Fmt = Annotated[

@@ -79,7 +79,7 @@ class Run:
         self.progress: Progress = progress or (lambda *_: None)
         self._clients = (source, llm, store)
         self._llm_lock = threading.Lock()
-        self._retries = retry.RetryCounter()
+        self._stop = retry.StopToken()
         self._owned = ExitStack()
         self._run_id = 0
         # Stored by this run, and digests it found stored: what an interruption reports.
@@ -99,7 +99,7 @@ class Run:
                 store = opening.enter_context(closing(Store(self.settings.store)))
             if source is None:
                 source = opening.enter_context(
-                    closing(GitHubSource(self.settings, counter=self._retries))
+                    closing(GitHubSource(self.settings, stop=self._stop))
                 )
             self._run_id = store.start_run(self.command)
             self._owned = opening.pop_all()
@@ -131,7 +131,7 @@ class Run:
         tb: TracebackType | None,
     ) -> None:
         stats = self.stats
-        stats.retries = self._retries.count
+        stats.retries = self._stop.retries
         if self.llm is not None:
             # What this run paid for, whether it finished or not, rejected replies included.
             spent = self.llm.spent
@@ -173,7 +173,7 @@ class Run:
             if self.llm is None:
                 mode = self._mode(self.store)
                 self.llm = self._owned.enter_context(
-                    closing(LLM(self.settings, counter=self._retries, mode=mode))
+                    closing(LLM(self.settings, stop=self._stop, mode=mode))
                 )
                 self.llm.answered = lambda calls: self.progress("calls", calls, 0)
                 self._spent, self._started_mode = Usage(), self.llm.mode
@@ -280,7 +280,7 @@ class Run:
         waited = False
         while not self.store.lease(key, self._holder):
             waited = True
-            retry.pause(LEASE_POLL, self._retries)
+            retry.pause(LEASE_POLL, self._stop)
             if (found := find()) is not None:
                 return found, False  # made by the other run since this one asked
         try:
@@ -301,7 +301,7 @@ class Run:
             lambda n, hit: self.load_pr(n, hit.get("updated_at")),
             self.settings.jobs,
             lambda done: self.progress("fetch", done, len(hits)),
-            self._retries.stop,
+            self._stop.stop,
         )
 
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
@@ -317,7 +317,7 @@ class Run:
             lambda n, pr: self.cached_digest(pr),
             settings.jobs,
             self.progress,
-            self._retries.stop,
+            self._stop.stop,
             size=lambda pr: pr.additions + pr.deletions,
             fetch_jobs=min(settings.jobs, GITHUB_IN_FLIGHT),  # more threads would only wait
         )

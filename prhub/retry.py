@@ -65,10 +65,10 @@ def halted() -> bool:
     return _halted
 
 
-def pause(seconds: float, counter: RetryCounter | None = None) -> None:
+def pause(seconds: float, stop: StopToken | None = None) -> None:
     """A pause that a halt of the process, or a stop of the run, cuts short (raising Halted)."""
     deadline = time.monotonic() + seconds
-    while not _stopped(counter):
+    while not _stopped(stop):
         left = deadline - time.monotonic()
         if left <= 0:
             return
@@ -91,31 +91,31 @@ def deadline() -> float | None:
     return float(state[1])
 
 
-def check(counter: RetryCounter | None = None) -> None:
+def check(stop: StopToken | None = None) -> None:
     """Raises Halted once the process halted or the run stopped: no request may start then."""
-    if _stopped(counter):
+    if _stopped(stop):
         raise Halted()
 
 
-def _stopped(counter: RetryCounter | None) -> bool:
-    return _halted or (counter is not None and counter.stopped.is_set())
+def _stopped(stop: StopToken | None) -> bool:
+    return _halted or (stop is not None and stop.stopped.is_set())
 
 
-class RetryCounter:
-    """One run's retries, counted across threads for its summary, and its stop: once the run
+class StopToken:
+    """One run's stop, and its retries counted across threads for its summary: once the run
     ends for an error, its requests in other threads stop too, and other runs' do not."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.retries = 0
         self._lock = threading.Lock()
         self.stopped = threading.Event()
 
     def stop(self) -> None:
         self.stopped.set()
 
-    def add(self) -> None:
+    def count_retry(self) -> None:
         with self._lock:
-            self.count += 1
+            self.retries += 1
 
 
 def call(
@@ -124,7 +124,7 @@ def call(
     classify: Classifier,
     *,
     what: str,
-    counter: RetryCounter | None = None,
+    stop: StopToken | None = None,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     level: int = logging.INFO,
@@ -137,7 +137,7 @@ def call(
     started = clock()
 
     def attempt() -> T:
-        check(counter)
+        check(stop)
         return fn()
 
     def should_retry(state: tenacity.RetryCallState) -> bool:
@@ -157,12 +157,12 @@ def call(
         return min(backoff * (1 + random.random() / 2), settings.max_retry_wait)
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
-        if counter:
-            counter.add()
+        if stop:
+            stop.count_retry()
         exc = state.outcome.exception() if state.outcome else None
         log.log(level, "%s failed (%s); retry %d", what, type(exc).__name__, state.attempt_number)
 
-    def stop(state: tenacity.RetryCallState) -> bool:
+    def give_up(state: tenacity.RetryCallState) -> bool:
         # Runs after wait(): upcoming_sleep is the pause before the next attempt.
         spent = clock() - started + state.upcoming_sleep
         return state.attempt_number >= settings.max_attempts or spent > settings.max_retry_time
@@ -170,12 +170,12 @@ def call(
     outer = getattr(_budget, "state", None)
     _budget.state = [settings.max_retry_time, None]
     retrying = tenacity.Retrying(
-        stop=stop,
+        stop=give_up,
         wait=wait,
         retry=should_retry,
         before_sleep=before_sleep,
         reraise=True,
-        sleep=sleep or (lambda seconds: pause(seconds, counter)),
+        sleep=sleep or (lambda seconds: pause(seconds, stop)),
     )
     try:
         return retrying(attempt)

@@ -28,7 +28,7 @@ def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch, _session_cache: Path) -> None:
     if not os.environ.get("PRHUB_CACHE_DIR"):
         monkeypatch.setenv("PRHUB_CACHE_DIR", str(_session_cache))
-    from prhub.config import ENV
+    from prhub.defaults import ENV
 
     for name in (*ENV.values(), *ENV_VARS):
         monkeypatch.delenv(name, raising=False)
@@ -95,7 +95,7 @@ def make_llm(llm: LLMStandIn) -> Iterator[MakeLLM]:
     made: list[LLM] = []
 
     def make(mode: str | None = None, **overrides: Any) -> LLM:
-        client = LLM(settings(llm, **overrides), counter=retry.RetryCounter(), mode=mode)
+        client = LLM(settings(llm, **overrides), stop=retry.StopToken(), mode=mode)
         made.append(client)
         return client
 
@@ -112,7 +112,7 @@ def make_source(github: GitHubStandIn) -> Iterator[Any]:
     made: list[GitHubSource] = []
 
     def make(**overrides: Any) -> GitHubSource:
-        source = GitHubSource(settings(github, **overrides), counter=retry.RetryCounter())
+        source = GitHubSource(settings(github, **overrides), stop=retry.StopToken())
         made.append(source)
         return source
 

@@ -23,7 +23,8 @@ from markdown_it.token import Token
 from pydantic import BaseModel, ConfigDict, Field
 from typer.testing import CliRunner, Result
 
-from prhub.config import ENV, Settings
+from prhub.config import Settings
+from prhub.defaults import ENV
 from prhub.digest.digest import NONE
 from prhub.github.source import GitHubSource
 from prhub.llm.llm import LLM

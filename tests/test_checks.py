@@ -150,7 +150,7 @@ def test_published_notes_are_those_on_a_discussion_shown_that_copy_none_of_it() 
 
 
 def test_one_length_rule_in_one_unit_stated_identically_everywhere() -> None:
-    from prhub.llm.llm import load_prompt
+    from prhub.llm.prompt import load_prompt
     from prhub.model import ChineseTitle
 
     rule = checks.TITLE_RULE

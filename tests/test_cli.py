@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from prhub.cli import app
-from prhub.config import ENV
+from prhub.defaults import ENV
 from prhub.llm.reply import example
 from prhub.model import DigestContent
 from tests.factories import (

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from prhub.config import Settings, load_settings, price, shown_url
+from prhub.config import Settings, load_settings, price
 from prhub.errors import ConfigError
+from prhub.logmask import shown_url
 
 TOKEN = "ghp_" + "x" * 36
 KEY = "sk-" + "k" * 29

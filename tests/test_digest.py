@@ -15,7 +15,7 @@ from prhub.config import Settings
 from prhub.digest import digest
 from prhub.digest.digest import budgets, digest_pr, plan
 from prhub.digest.notes import note_limits
-from prhub.github.source import pull_request_from_payload
+from prhub.github.source_payload import pull_request_from_payload
 from prhub.llm.llm import LLM
 from prhub.model import FileChange, PullRequest
 from prhub.prepare.redact import scrub

@@ -7,7 +7,8 @@ from typing import Any
 
 from prhub.config import Settings
 from prhub.digest.digest import digest_pr, plan
-from prhub.llm.llm import LLM, message_tokens
+from prhub.llm.llm import LLM
+from prhub.llm.prompt import message_tokens
 from prhub.model import Comment, Review
 from prhub.prepare.discussion import budget, discussion
 from tests.factories import change, make_pr, settings

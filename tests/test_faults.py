@@ -18,7 +18,8 @@ from prhub.config import Settings
 from prhub.digest.digest import plan
 from prhub.errors import GitHubUnavailable, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.github.source import GitHubSource
-from prhub.llm.llm import LLM, ContextTooLong, message_tokens
+from prhub.llm.llm import LLM, ContextTooLong
+from prhub.llm.prompt import message_tokens
 from prhub.model import FileChange, PullRequest
 from prhub.weekly.report import WeeklyReport
 from tests.factories import FIXTURES, GITHUB_TOKEN, MESSAGES, OPENAI_KEY, REPO, Rating, settings
@@ -48,12 +49,12 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 @contextmanager
-def clients(config: Settings) -> Iterator[tuple[GitHubSource, LLM, retry.RetryCounter]]:
+def clients(config: Settings) -> Iterator[tuple[GitHubSource, LLM, retry.StopToken]]:
     """A source and an LLM client sharing one retry counter, closed afterwards."""
-    counter = retry.RetryCounter()
+    counter = retry.StopToken()
     with ExitStack() as stack:
-        source = stack.enter_context(closing(GitHubSource(config, counter=counter)))
-        llm = stack.enter_context(closing(LLM(config, counter=counter)))
+        source = stack.enter_context(closing(GitHubSource(config, stop=counter)))
+        llm = stack.enter_context(closing(LLM(config, stop=counter)))
         yield source, llm, counter
 
 
@@ -61,7 +62,7 @@ def week_31(config: Settings) -> tuple[WeeklyReport, int]:
     """The weekly run of 2026 week 31, and the retries it made."""
     with clients(config) as (source, llm, counter):
         report = pipeline.weekly(config, year=2026, week=31, source=source, llm=llm)
-    return report, counter.count
+    return report, counter.retries
 
 
 def digest_prs(bodies: list[dict[str, Any]]) -> list[int]:
@@ -101,10 +102,10 @@ def test_github_fault_is_retried(
 ) -> None:
     github.script(r"/pulls/101$", [answer])
     config = Settings(github_url=github.url, github_token=GITHUB_TOKEN, retry_base_wait=0.01)
-    counter = retry.RetryCounter()
-    with closing(GitHubSource(config, counter=counter)) as source:
+    counter = retry.StopToken()
+    with closing(GitHubSource(config, stop=counter)) as source:
         assert source.pull_payload(REPO, 101)["number"] == 101
-    assert counter.count == 1
+    assert counter.retries == 1
     assert len(waits) == 1 and (waits[0] == asked if asked else waits[0] < 0.1)
 
 
@@ -138,10 +139,10 @@ def test_github_primary_limit_far_from_its_reset_fails_naming_the_reset(
 def test_github_timeout_is_retried(github: GitHubStandIn) -> None:
     github.script(r"/pulls/101$", [("sleep", 1.1)])
     config = Settings(github_url=github.url, github_token=GITHUB_TOKEN, timeout=0.5)
-    counter = retry.RetryCounter()
-    with closing(GitHubSource(config, counter=counter)) as source:
+    counter = retry.StopToken()
+    with closing(GitHubSource(config, stop=counter)) as source:
         assert source.pull_payload(REPO, 101)["number"] == 101
-    assert counter.count == 1
+    assert counter.retries == 1
 
 
 def test_a_retry_resumes_at_the_page_that_failed(github: GitHubStandIn) -> None:
@@ -195,20 +196,20 @@ def test_llm_fault_is_retried(
     llm: LLMStandIn, answer: Any, asked: float | None, waits: list[float]
 ) -> None:
     llm.script([answer])
-    counter = retry.RetryCounter()
-    with closing(LLM(llm_settings(llm), counter=counter)) as client:
+    counter = retry.StopToken()
+    with closing(LLM(llm_settings(llm), stop=counter)) as client:
         rating, usage = client.complete(MESSAGES, Rating)
     assert isinstance(rating, Rating) and usage.calls == 1
-    assert counter.count == 1 and len(llm.bodies) == 2
+    assert counter.retries == 1 and len(llm.bodies) == 2
     assert len(waits) == 1 and (waits[0] == asked if asked else waits[0] < 0.1)
 
 
 def test_llm_timeout_is_retried(llm: LLMStandIn) -> None:
     llm.script([("sleep", 0.8)])
-    counter = retry.RetryCounter()
-    with closing(LLM(llm_settings(llm, timeout=0.3), counter=counter)) as client:
+    counter = retry.StopToken()
+    with closing(LLM(llm_settings(llm, timeout=0.3), stop=counter)) as client:
         client.complete(MESSAGES, Rating)
-    assert counter.count == 1
+    assert counter.retries == 1
 
 
 def test_llm_asking_for_a_longer_pause_than_allowed_fails_at_once(

@@ -10,7 +10,8 @@ import pytest
 from prhub import retry
 from prhub.errors import ConfigError, LLMRequestError, LLMUnavailable
 from prhub.llm import llm as llm_module
-from prhub.llm.llm import LLM, ContextTooLong, message_tokens
+from prhub.llm.llm import LLM, ContextTooLong
+from prhub.llm.prompt import message_tokens
 from prhub.model import ChunkNotes, DigestContent, Usage
 from prhub.prepare import tokens
 from prhub.weekly.report import WeeklyNarrative
@@ -115,7 +116,7 @@ def test_a_refused_json_schema_costs_one_request_a_run(
     flavour: str, learned: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with LLMStandIn(api_key=OPENAI_KEY, flavour=flavour, latency=0.05) as server:
-        client = LLM(settings(server), counter=retry.RetryCounter())
+        client = LLM(settings(server), stop=retry.StopToken())
         try:
             with ThreadPoolExecutor(8) as pool:
                 replies = list(
@@ -126,7 +127,7 @@ def test_a_refused_json_schema_costs_one_request_a_run(
         bodies = server.bodies
     assert len(replies) == 8 and len(bodies) == 9
     assert refused(bodies) == 1  # the refusal is neither retried nor sent again by other threads
-    assert client.mode == learned and client.counter and client.counter.count == 0
+    assert client.mode == learned and client.stop_token and client.stop_token.retries == 0
     later = [b["response_format"] for b in bodies if b["response_format"]["type"] != "json_schema"]
     assert all(("schema" in f) == (learned == "json_object_schema") for f in later)
     warnings = [r for r in caplog.records if r.levelname == "WARNING" and r.name == "prhub"]
@@ -259,7 +260,7 @@ def test_a_500_is_retried(make_llm: MakeLLM, llm: LLMStandIn) -> None:
     rating, _ = client.complete(MESSAGES, Rating)
     assert isinstance(rating, Rating)
     assert len(llm.bodies) == 2
-    assert client.counter is not None and client.counter.count == 1
+    assert client.stop_token is not None and client.stop_token.retries == 1
 
 
 def test_a_timeout_is_retried(make_llm: MakeLLM, llm: LLMStandIn) -> None:
@@ -268,7 +269,7 @@ def test_a_timeout_is_retried(make_llm: MakeLLM, llm: LLMStandIn) -> None:
     rating, _ = client.complete(MESSAGES, Rating)
     assert isinstance(rating, Rating)
     assert len(llm.bodies) == 2
-    assert client.counter is not None and client.counter.count == 1
+    assert client.stop_token is not None and client.stop_token.retries == 1
 
 
 def test_a_timeout_names_prhub_timeout(make_llm: MakeLLM, llm: LLMStandIn) -> None:
@@ -358,8 +359,8 @@ def test_a_request_waiting_for_a_slot_is_not_sent_once_the_run_stopped() -> None
     import time
 
     with LLMStandIn(latency=0.5, responder=lambda body: VALID) as slow:
-        counter = retry.RetryCounter()
-        client = LLM(settings(slow, jobs=1), counter=counter, mode="json_schema")  # no probe
+        counter = retry.StopToken()
+        client = LLM(settings(slow, jobs=1), stop=counter, mode="json_schema")  # no probe
         outcomes: list[object] = []
 
         def ask() -> None:

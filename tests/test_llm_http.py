@@ -140,7 +140,7 @@ def test_a_malformed_answer_is_a_one_line_service_error(
     message = one_line(caught)
     assert says in message and llm.url in message
     assert len(llm.bodies) == (3 if retried else 1)
-    assert client.counter is not None and client.counter.count == (2 if retried else 0)
+    assert client.stop_token is not None and client.stop_token.retries == (2 if retried else 0)
 
 
 def test_a_transient_fault_then_a_good_answer_succeeds(make_llm: MakeLLM, llm: LLMStandIn) -> None:
@@ -419,7 +419,7 @@ def test_a_hanging_endpoint_is_given_up_within_the_time_all_attempts_may_take() 
         config = settings(
             server, timeout=1, max_attempts=5, max_retry_time=2.5, retry_base_wait=0.01
         )
-        client = LLM(config, counter=retry.RetryCounter())
+        client = LLM(config, stop=retry.StopToken())
         message_tokens(MESSAGES, config.encoding)  # the tokenizer loaded before the clock starts
         started = time.monotonic()
         try:
@@ -436,7 +436,7 @@ def test_calls_waiting_behind_a_probe_the_endpoint_never_answered_fail_with_it()
     # The response mode is not known yet, so one call probes while the others wait for it.
     with LLMStandIn(api_key=OPENAI_KEY, latency=30) as server:
         config = settings(server, timeout=0.5, max_attempts=2, retry_base_wait=0.01, jobs=4)
-        client = LLM(config, counter=retry.RetryCounter())
+        client = LLM(config, stop=retry.StopToken())
         message_tokens(MESSAGES, config.encoding)  # the tokenizer loaded before the clock starts
         failures: list[BaseException] = []
 

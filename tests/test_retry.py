@@ -12,7 +12,7 @@ import pytest
 
 from prhub import retry
 from prhub.config import Settings
-from prhub.retry import RetryCounter, retry_after
+from prhub.retry import StopToken, retry_after
 from tests.factories import settings
 
 
@@ -52,9 +52,9 @@ def failing(times: int, exc: Exception, result: str = "ok"):
     return fn, calls
 
 
-def run(fn, config: Settings, classify, clock: Clock, counter: RetryCounter | None = None):
+def run(fn, config: Settings, classify, clock: Clock, stop: StopToken | None = None):
     return retry.call(
-        fn, config, classify, what="test call", counter=counter, sleep=clock.sleep, clock=clock
+        fn, config, classify, what="test call", stop=stop, sleep=clock.sleep, clock=clock
     )
 
 
@@ -90,29 +90,29 @@ def test_retry_after_reads_an_http_date():
 
 def test_success_after_transient_failures_counts_the_retries():
     fn, calls = failing(2, Flaky())
-    clock, counter = Clock(), RetryCounter()
+    clock, counter = Clock(), StopToken()
     assert run(fn, settings(), backoff, clock, counter) == "ok"
     assert len(calls) == 3
-    assert counter.count == 2 and len(clock.sleeps) == 2
+    assert counter.retries == 2 and len(clock.sleeps) == 2
 
 
 def test_attempts_are_bounded_and_the_last_error_propagates_unchanged():
     error = Flaky("still down")
     fn, calls = failing(99, error)
-    clock, counter = Clock(), RetryCounter()
+    clock, counter = Clock(), StopToken()
     with pytest.raises(Flaky) as raised:
         run(fn, settings(max_attempts=4), backoff, clock, counter)
     assert raised.value is error
     assert len(calls) == 4
-    assert counter.count == 3  # retries, not attempts
+    assert counter.retries == 3  # retries, not attempts
 
 
 def test_an_error_the_classifier_refuses_is_not_retried():
     fn, calls = failing(1, Fatal("bad request"))
-    clock, counter = Clock(), RetryCounter()
+    clock, counter = Clock(), StopToken()
     with pytest.raises(Fatal, match="bad request"):
         run(fn, settings(), backoff, clock, counter)
-    assert len(calls) == 1 and clock.sleeps == [] and counter.count == 0
+    assert len(calls) == 1 and clock.sleeps == [] and counter.retries == 0
 
 
 def test_backoff_doubles_with_jitter_and_is_capped():
@@ -156,12 +156,12 @@ def test_total_time_bounds_the_attempts():
 
 def test_real_sleeps_with_tiny_waits():
     fn, calls = failing(2, Flaky())
-    counter = RetryCounter()
+    counter = StopToken()
     config = settings(retry_base_wait=0.01, max_retry_wait=0.02)
     started = time.monotonic()
-    assert retry.call(fn, config, backoff, what="tiny", counter=counter) == "ok"
+    assert retry.call(fn, config, backoff, what="tiny", stop=counter) == "ok"
     assert time.monotonic() - started < 1.0
-    assert len(calls) == 3 and counter.count == 2
+    assert len(calls) == 3 and counter.retries == 2
 
 
 def test_each_retry_is_logged_with_what_failed(caplog):
@@ -172,18 +172,18 @@ def test_each_retry_is_logged_with_what_failed(caplog):
 
 
 def test_retry_counter_is_safe_across_threads():
-    counter = RetryCounter()
+    counter = StopToken()
 
     def add_many() -> None:
         for _ in range(2000):
-            counter.add()
+            counter.count_retry()
 
     threads = [threading.Thread(target=add_many) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert counter.count == 8000
+    assert counter.retries == 8000
 
 
 def test_no_attempt_starts_once_the_run_is_halted():
@@ -207,20 +207,20 @@ def test_a_halt_cuts_a_pause_between_attempts_short():
 
 
 def test_a_runs_stop_halts_its_own_requests_only():
-    mine, other = RetryCounter(), RetryCounter()
+    mine, other = StopToken(), StopToken()
     mine.stop()
     with pytest.raises(retry.Halted):
-        retry.call(lambda: "sent", settings(), backoff, what="x", counter=mine)
-    assert retry.call(lambda: "sent", settings(), backoff, what="x", counter=other) == "sent"
+        retry.call(lambda: "sent", settings(), backoff, what="x", stop=mine)
+    assert retry.call(lambda: "sent", settings(), backoff, what="x", stop=other) == "sent"
     assert not retry.halted()  # the process goes on
 
 
 def test_a_runs_stop_cuts_its_pause_short():
-    counter = RetryCounter()
+    counter = StopToken()
     config = settings(max_attempts=5, retry_base_wait=30.0, max_retry_wait=60.0)
     threading.Timer(0.2, counter.stop).start()
     fn, calls = failing(5, Flaky("down"))
     started = time.monotonic()
     with pytest.raises(retry.Halted):
-        retry.call(fn, config, backoff, what="x", counter=counter)
+        retry.call(fn, config, backoff, what="x", stop=counter)
     assert time.monotonic() - started < 5 and len(calls) == 1

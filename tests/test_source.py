@@ -22,8 +22,9 @@ from prhub.errors import (
     PRNotFound,
     RepoNotFound,
 )
-from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, references
-from prhub.retry import RetryCounter
+from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource
+from prhub.github.source_payload import references
+from prhub.retry import StopToken
 from tests.factories import FIXTURES, GITHUB_TOKEN, REPO, MakeSource, closed_port_url, settings
 from tests.standins import GitHubStandIn
 
@@ -213,14 +214,14 @@ def test_more_than_1000_hits_in_the_smallest_window_is_an_error(tmp_path: Path) 
 def test_a_502_is_retried_and_counted(source: GitHubSource, github: GitHubStandIn) -> None:
     github.script(r"/pulls/101$", [(502, {}, {"message": "Server Error"})])
     assert source.pull_payload(REPO, 101)["number"] == 101
-    assert source.counter is not None and source.counter.count == 1
+    assert source.stop_token is not None and source.stop_token.retries == 1
     assert pull_paths(github) == [f"/repos/{REPO}/pulls/101"] * 2
 
 
 def test_a_secondary_rate_limit_is_retried(source: GitHubSource, github: GitHubStandIn) -> None:
     github.script(r"/pulls/101$", [(403, {"Retry-After": "0"}, {"message": SECONDARY})])
     assert source.pull_payload(REPO, 101)["number"] == 101
-    assert source.counter is not None and source.counter.count == 1
+    assert source.stop_token is not None and source.stop_token.retries == 1
 
 
 def test_a_rate_limit_longer_than_allowed_fails_at_once(
@@ -238,7 +239,7 @@ def test_a_connection_reset_is_retried(source: GitHubSource, github: GitHubStand
     github.script(r"/pulls/101/files$", ["reset"])
     pr = source.pull(REPO, 101)
     assert len(pr.files) == 2
-    assert source.counter is not None and source.counter.count == 1
+    assert source.stop_token is not None and source.stop_token.retries == 1
 
 
 def test_a_slow_answer_times_out_and_is_retried(
@@ -247,7 +248,7 @@ def test_a_slow_answer_times_out_and_is_retried(
     source = make_source(timeout=0.5)
     github.script(r"/pulls/101$", [("sleep", 1.5)])
     assert source.pull_payload(REPO, 101)["number"] == 101
-    assert source.counter is not None and source.counter.count == 1
+    assert source.stop_token is not None and source.stop_token.retries == 1
 
 
 def test_persistent_server_errors_give_up_after_max_attempts(
@@ -290,7 +291,7 @@ def test_unreachable_github_is_unavailable(make_source: MakeSource) -> None:
     source = make_source(github_url=closed_port_url())
     with pytest.raises(GitHubUnavailable, match="cannot reach GitHub"):
         source.pull_payload(REPO, 101)
-    assert source.counter is not None and source.counter.count == 2  # 3 attempts
+    assert source.stop_token is not None and source.stop_token.retries == 2  # 3 attempts
 
 
 @pytest.mark.parametrize("url", ["notaurl", "ftp://example.com", "http://"])
@@ -392,8 +393,8 @@ def test_only_the_comments_github_counts_are_listed(tmp_path: Path) -> None:
 
 def test_a_failed_comments_page_is_retried_from_that_page(paged: GitHubStandIn) -> None:
     paged.script(r"/issues/12/comments$", [("sleep", 0), (502, {}, {"message": "Server Error"})])
-    counter = RetryCounter()
-    with closing(GitHubSource(settings(paged), counter=counter)) as source:
+    counter = StopToken()
+    with closing(GitHubSource(settings(paged), stop=counter)) as source:
         pr = source.pull(TALK, 12)
     pages = [
         r["query"].get("page", ["1"])[0]
@@ -401,7 +402,7 @@ def test_a_failed_comments_page_is_retried_from_that_page(paged: GitHubStandIn) 
         if r["path"].endswith("/issues/12/comments")
     ]
     assert pages == ["1", "2", "2"]  # page 1 is not read again
-    assert counter.count == 1
+    assert counter.retries == 1
     assert [c.kind for c in pr.discussion].count("conversation") == 3
 
 

@@ -167,7 +167,7 @@ def test_a_pull_whose_url_is_on_another_host_fails(
 def test_an_incomplete_search_is_retried(source: GitHubSource, github: GitHubStandIn) -> None:
     github.script(r"^/search/issues$", [("incomplete",)])
     assert week(source) == WEEK_NUMBERS
-    assert source.counter is not None and source.counter.count == 1
+    assert source.stop_token is not None and source.stop_token.retries == 1
 
 
 def test_an_incomplete_page_after_the_count_is_retried(
@@ -175,7 +175,7 @@ def test_an_incomplete_page_after_the_count_is_retried(
 ) -> None:
     github.script(r"^/search/issues$", [("sleep", 0), ("incomplete",), ("incomplete",)])
     assert week(source) == WEEK_NUMBERS
-    assert source.counter is not None and source.counter.count == 2
+    assert source.stop_token is not None and source.stop_token.retries == 2
 
 
 def test_a_search_that_stays_incomplete_is_split_in_two(
@@ -341,7 +341,7 @@ def test_a_body_longer_than_sent_is_retried_then_a_service_error(
     with pytest.raises(GitHubUnavailable, match="cut short") as caught:
         call(source)
     one_line(caught)
-    assert source.counter is not None and source.counter.count == 2
+    assert source.stop_token is not None and source.stop_token.retries == 2
 
 
 def test_another_pull_than_asked_is_a_service_error(
@@ -462,7 +462,7 @@ def test_a_trickling_search_ends_at_the_deadline(
     assert "PRHUB_TIMEOUT" in message and "within 3 s" in message and "/search/issues" in message
     assert caught.value.exit_code == 8
     assert len([r for r in github.requests if r["path"] == "/search/issues"]) == 2
-    assert source.counter is not None and source.counter.count == 1
+    assert source.stop_token is not None and source.stop_token.retries == 1
     assert 6 <= spent < 15
 
 

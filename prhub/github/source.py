@@ -14,7 +14,7 @@ from github.Issue import Issue
 from github.PullRequest import PullRequest as GithubPullRequest
 
 from prhub import retry, transport
-from prhub.config import REPO_SHAPE, Settings, shown_url
+from prhub.config import REPO_SHAPE, Settings
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -27,7 +27,7 @@ from prhub.errors import (
 from prhub.github import pygithub
 from prhub.github.source_http import IncompleteSearch, Overdue, guard
 from prhub.github.source_payload import attributes_text, pull_request_from_payload
-from prhub.github.source_payload import references as references  # where users found it before
+from prhub.logmask import shown_url
 from prhub.model import PullRequest
 
 SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
@@ -38,7 +38,7 @@ SMALLEST_WINDOW = timedelta(minutes=2)
 GITHUB_IN_FLIGHT = 4
 
 
-def connect(settings: Settings, counter: retry.RetryCounter | None = None) -> Github:
+def connect(settings: Settings, stop: retry.StopToken | None = None) -> Github:
     """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries."""
     if not (transport.origin(settings.github_url) or "").startswith(("http://", "https://")):
         raise ConfigError(  # PyGithub crashes on these
@@ -57,7 +57,7 @@ def connect(settings: Settings, counter: retry.RetryCounter | None = None) -> Gi
         seconds_between_writes=None,
         user_agent="prhub",
     )
-    guard(client, GITHUB_IN_FLIGHT, counter)
+    guard(client, GITHUB_IN_FLIGHT, stop)
     return client
 
 
@@ -68,11 +68,11 @@ class GitHubSource:
         self,
         settings: Settings,
         client: Github | None = None,
-        counter: retry.RetryCounter | None = None,
+        stop: retry.StopToken | None = None,
     ) -> None:
         self.settings = settings
-        self.client = client or connect(settings, counter)
-        self.counter = counter
+        self.client = client or connect(settings, stop)
+        self.stop_token = stop
 
     def close(self) -> None:
         self.client.close()
@@ -208,7 +208,7 @@ class GitHubSource:
                 self.settings,
                 _retry_hint,
                 what=what,
-                counter=self.counter,
+                stop=self.stop_token,
                 level=logging.WARNING,
             )
         except PrhubError:

@@ -155,11 +155,11 @@ SHAPES: list[tuple[re.Pattern[str], TypeAdapter[Any]]] = [
 
 
 def guard(
-    client: Github, in_flight: int | None = None, counter: retry.RetryCounter | None = None
+    client: Github, in_flight: int | None = None, stop: retry.StopToken | None = None
 ) -> None:
     """Makes every answer to `client` pass `checked` before PyGithub reads it, and, given
     `in_flight`, keeps at most that many of its requests open at once, whatever the threads;
-    a request that waited for its slot is not sent once the run (`counter`) stopped."""
+    a request that waited for its slot is not sent once the run (`stop`) stopped."""
     # This client's own bound, shared by its connections, not by all clients.
     slots = threading.BoundedSemaphore(in_flight) if in_flight else None
 
@@ -167,7 +167,7 @@ def guard(
         session: requests.Session, verb: str, url: str, *, timeout: float | None, **asked: Any
     ) -> requests.Response:
         with slots or contextlib.nullcontext():
-            retry.check(counter)  # stopped while waiting for its slot: never sent
+            retry.check(stop)  # stopped while waiting for its slot: never sent
             deadline = transport.Deadline(math.inf if timeout is None else timeout)
             session.max_redirects = transport.MAX_REDIRECTS
             try:

@@ -14,7 +14,7 @@ import openai
 from pydantic import BaseModel
 
 from prhub import retry
-from prhub.config import Settings, shown_url
+from prhub.config import Settings
 from prhub.defaults import OPENAI_URL, RESPONSE_MODES
 from prhub.errors import (
     ConfigError,
@@ -24,13 +24,11 @@ from prhub.errors import (
     set_secret,
 )
 from prhub.llm import llm_http
-from prhub.llm.prompt import Prompt, load_prompt, message_tokens, tasks, untrusted, versions
+from prhub.llm.prompt import message_tokens
 from prhub.llm.reply import ReplyError, example_text, read, with_example
+from prhub.logmask import shown_url
 from prhub.model import Usage
 from prhub.prepare.tokens import count
-
-__all__ = ["LLM", "MODES", "ContextTooLong", "schema_text"]
-__all__ += ["Prompt", "load_prompt", "message_tokens", "tasks", "untrusted", "versions"]
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("prhub")
@@ -108,7 +106,7 @@ class LLM:
         self,
         settings: Settings,
         client: openai.OpenAI | None = None,
-        counter: retry.RetryCounter | None = None,
+        stop: retry.StopToken | None = None,
         mode: str | None = None,
     ) -> None:
         if mode is not None and mode not in MODES:
@@ -131,7 +129,7 @@ class LLM:
                 http_client=llm_http.http_client(settings.timeout, self._where()),
             )
         self.client = client
-        self.counter = counter
+        self.stop_token = stop
         self._mode: str = mode or settings.response_mode
         # A remembered mode is trusted; a tried one is probed by one call at a time, so that
         # many threads starting at once cost at most one refused request.
@@ -275,12 +273,12 @@ class LLM:
 
         def send() -> Any:
             with self._slots:
-                retry.check(self.counter)  # the run may have stopped while this one waited
+                retry.check(self.stop_token)  # the run may have stopped while this one waited
                 return self._create(messages, response_format)
 
         try:
             return retry.call(
-                send, self.settings, llm_http.retry_hint, what="LLM call", counter=self.counter
+                send, self.settings, llm_http.retry_hint, what="LLM call", stop=self.stop_token
             )
         except openai.APITimeoutError:
             raise LLMUnavailable(
