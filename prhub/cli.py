@@ -313,6 +313,30 @@ def runs(
         _fail(exc)
 
 
+@app.command("import", cls=Command)
+@with_options({n: SHARED[n] for n in ("store", "config", "verbose")})
+def import_(
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="a built site or a folder of `--format json` reports and digests",
+            show_default=False,
+        ),
+    ],
+    **options: Any,
+) -> None:
+    """Restore digests and weekly reports from prhub's JSON into the store: a rerun is free."""
+    from prhub.store import restore
+
+    try:
+        done = restore.import_dir(folder, _settings(options, runs=False))
+    except PrhubError as exc:
+        _fail(exc)
+    for line in done.problems:
+        typer.echo(f"prhub: skipped {line}", err=True)
+    typer.echo(f"prhub: {done.summary()}", err=True)
+
+
 @app.command(cls=Command)
 @with_options({"prompt_dir": SHARED["prompt_dir"]})
 def prompts(**options: Any) -> None:

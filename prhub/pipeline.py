@@ -325,7 +325,7 @@ class Run:
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
         facts = self.facts(w, fetched, digests)
-        saved, ordered = None, list(digests.values())
+        saved, ordered, key = None, list(digests.values()), ""
         if narrate_week and digests:
             key = narrative_key(facts, ordered, settings)
             saved = None if settings.refresh else self.store.narrative(key)
@@ -358,6 +358,7 @@ class Run:
                 generated_at=saved.created_at
                 if saved
                 else max((d.meta.created_at for d in ordered), default=None),
+                narrative_key=key if saved else "",
             ),
         )
         if narrate_week:

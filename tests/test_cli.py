@@ -341,8 +341,15 @@ def test_the_cli_runs_stages_through_the_pipeline_and_imports_names_where_define
         for alias in node.names
         if (node.module or "").split(".")[1] in ("publish", "store", "llm")
     }
-    # Besides the pipeline, what runs no stage: writing, the store's modes and runs, the prompts.
-    assert stages == {"prhub.publish.output", "prhub.store.modes", "prhub.llm.prompt"}, stages
+    # Besides the pipeline, what runs no stage: writing, the store's modes and runs, the prompts,
+    # a store restored from published JSON.
+    expected = {
+        "prhub.publish.output",
+        "prhub.store.modes",
+        "prhub.store.restore",
+        "prhub.llm.prompt",
+    }
+    assert stages == expected, stages
     allowed = {
         "publish",
         "store",

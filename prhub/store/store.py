@@ -176,6 +176,26 @@ class Store:
                 (f.repo, f.start.isoformat(), f.end.isoformat(), report.model_dump_json(), _now()),
             )
 
+    def restore(
+        self,
+        digests: Sequence[PRDigest],
+        weeks: Sequence[tuple[WeeklyReport, str, StoredNarrative | None]],
+    ) -> tuple[int, int]:
+        """Keeps digests and weeks (a report, its narrative's key and the narrative) made
+        elsewhere, in one transaction; how many digests and weeks it wrote.
+
+        Each replaces a stored entry only when made later (a digest's `meta.created_at`, a
+        narrative's `created_at`, a report's `meta.generated_at`): nothing newer is lost, and
+        the same entry given twice changes nothing.
+        """
+        with self._tx() as db:
+            wrote = sum(_restore_digest(db, d) for d in digests)
+            weeks_wrote = 0
+            for report, key, narrative in weeks:
+                told = narrative is not None and _restore_narrative(db, key, narrative)
+                weeks_wrote += _restore_report(db, report) or told
+        return wrote, weeks_wrote
+
     def report(self, repo: str, start: datetime, end: datetime) -> WeeklyReport | None:
         with self._tx() as db:
             row = db.execute(
@@ -377,6 +397,61 @@ def _load(model: type[B], data: str) -> B | None:
             exc.error_count(),
         )
         return None
+
+
+def _restore_digest(db: sqlite3.Connection, d: PRDigest) -> bool:
+    """Writes `d` unless a digest made at its time or later is stored under its key."""
+    key = d.meta.cache_key
+    row = db.execute("SELECT data FROM digests WHERE key = ?", (key,)).fetchone()
+    old = _load(PRDigest, row[0]) if row else None
+    if old is not None and old.meta.created_at >= d.meta.created_at:
+        return False
+    db.execute(
+        "INSERT OR REPLACE INTO digests VALUES (?, ?, ?, ?, ?)",
+        (key, d.repo, d.number, d.model_dump_json(), _now()),
+    )
+    return True
+
+
+def _restore_narrative(db: sqlite3.Connection, key: str, n: StoredNarrative) -> bool:
+    """Writes `n` unless a narrative made at its time or later is stored under `key`."""
+    row = db.execute("SELECT data, created_at FROM narratives WHERE key = ?", (key,)).fetchone()
+    if row and _load(WeeklyNarrative, row[0]) and datetime.fromisoformat(row[1]) >= n.created_at:
+        return False
+    db.execute(
+        "INSERT OR REPLACE INTO narratives (key, data, dropped, created_at, usage) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (
+            key,
+            n.narrative.model_dump_json(),
+            n.dropped,
+            n.created_at.astimezone(UTC).isoformat(),
+            n.usage.model_dump_json(),
+        ),
+    )
+    return True
+
+
+def _restore_report(db: sqlite3.Connection, report: WeeklyReport) -> bool:
+    """Writes `report` unless one of its window made at its time or later is stored."""
+    f = report.facts
+    window = (f.repo, f.start.isoformat(), f.end.isoformat())
+    row = db.execute(
+        'SELECT data FROM reports WHERE repo = ? AND start = ? AND "end" = ?', window
+    ).fetchone()
+    old = _load(WeeklyReport, row[0]) if row else None
+    if old is not None and made_at(old) >= made_at(report):
+        return False
+    db.execute(
+        "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?)",
+        (*window, report.model_dump_json(), _now()),
+    )
+    return True
+
+
+def made_at(report: WeeklyReport) -> datetime:
+    """When a report's content was made; a week with neither narrative nor digest, never."""
+    return report.meta.generated_at or datetime.min.replace(tzinfo=UTC)
 
 
 def _now() -> str:
