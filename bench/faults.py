@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, corpus: Path, tmp: Path, rate: float) -> dict[
         "seconds": seconds,
         "faults": {"GitHub": faults(gh_log), "LLM": faults(llm_log)},
         "requests": {"GitHub": requests(gh_log), "LLM": requests(llm_log)},
-        "retries": {"GitHub": gh_retries.count, "LLM": llm_retries.count},
+        "retries": {"GitHub": gh_retries.retries, "LLM": llm_retries.retries},
     }
 
 
