@@ -166,7 +166,11 @@ def test_a_retry_resumes_at_the_page_that_failed(github: GitHubStandIn) -> None:
 def test_retries_stop_at_the_total_time_bound(github: GitHubStandIn, waits: list[float]) -> None:
     github.script(r"/pulls/101$", [(403, {"Retry-After": "3"}, {"message": SECONDARY})] * 20)
     config = Settings(
-        github_url=github.url, github_token=GITHUB_TOKEN, max_attempts=20, max_retry_time=10.0
+        github_url=github.url,
+        github_token=GITHUB_TOKEN,
+        max_attempts=20,
+        timeout=5.0,  # under the bound: one attempt's timeout would stretch it
+        max_retry_time=10.0,
     )
     with closing(GitHubSource(config)) as source, pytest.raises(GitHubUnavailable):
         source.pull_payload(REPO, 101)
