@@ -242,7 +242,10 @@ def test_bad_values_name_their_flag_or_their_file_and_table(tmp_path):
     toml(tmp_path, "[tags]\nascend = 3\n")
     assert error(tmp_path) == f"{path} [tags] ascend: must be text, got 3"
     toml(tmp_path, "repos = 3\n")
-    assert error(tmp_path) == f"{path} repos: must be a table, got 3"
+    assert error(tmp_path) == (
+        f"{path} repos: must be a list of repositories (owner/name) or a table per repository, "
+        "got 3"
+    )
 
 
 def test_no_message_carries_pydantics_words(tmp_path):
