@@ -148,7 +148,6 @@ def _weekly(
             )
             with run:
                 outcome.report = run.weekly(w)
-            outcome.settings = run.settings  # with the name as GitHub spells it
             outcome.written, changed = output.publish_weekly(outcome.report, fmt, None)
             if quiet:
                 output.write(f"{outcome.written}\n", None)  # for scripts, as `weekly -q`
@@ -158,6 +157,7 @@ def _weekly(
     except PrhubError as exc:
         outcome.exit_code, outcome.error = exc.exit_code, str(exc)
     if run is not None:
+        outcome.settings = run.settings  # with the name as GitHub spells it, once asked
         outcome.stats = run.stats
         outcome.stats.retries += clients.stop.retries - retries  # its share of GitHub's
         if outcome.report is not None or run.stats.usage.calls:

@@ -16,8 +16,9 @@ from prhub.errors import ReposFailed
 from prhub.github.source import GITHUB_IN_FLIGHT
 from prhub.many import Outcome, exit_code
 from prhub.store.store import Store
-from tests.factories import GITHUB_TOKEN, cli_env, prhub
+from tests.factories import GITHUB_TOKEN, cli_env, prhub, responder
 from tests.standins import GitHubStandIn, LLMStandIn
+from tests.standins.llm import prompt_text
 
 CORPUS = ("acme/a", "acme/b", "acme/c")  # the corpus's PRs, under three names
 WEEK_31 = ("--week", "31", "--year", "2026")
@@ -172,6 +173,30 @@ def test_repositories_failing_differently_exit_17_and_the_index_says_which(
     assert rows["acme/copy"][0] == "[2026-W31.md](acme/copy/2026-W31.md)"
     assert rows["acme/copy"][3] == "部分完成：1 个 PR 未能生成导读"
     assert rows["acme/missing"] == ["—", "—", "—", "未完成，下次运行会补上"]
+
+
+def test_a_repository_the_llm_fails_for_is_completed_by_the_rerun_from_the_store(
+    rocket_env, github, llm, tmp_path
+):
+    config(tmp_path, repos("acme/rocket", "acme/copy"))
+
+    def failing_for_copy(body):
+        return "not json" if "仓库：acme/copy" in prompt_text(body) else responder(body)
+
+    llm.responder = failing_for_copy
+    result = prhub(rocket_env, "weekly", "--all", *WEEK_31)
+    assert result.exit_code == 12, result.stderr
+    assert "1 complete (acme/rocket), 1 failed (acme/copy: exit 12)" in result.stderr
+    assert index_rows(tmp_path)["acme/copy"][3] == "部分完成：6 个 PR 未能生成导读"
+    llm.responder, asked = responder, len(llm.bodies)
+    fetched = len(github.requests)
+    again = prhub(rocket_env, "weekly", "--all", *WEEK_31)
+    assert again.exit_code == 0, again.stderr
+    assert "prhub: acme/rocket: 6 PRs (6 from the store, 0 failed) · 0 LLM calls" in again.stderr
+    assert len(llm.bodies) - asked == 7  # acme/copy's six digests and its narrative
+    # Its PRs were stored by the failed run: the rerun fetches none of them again.
+    pulls = [r["path"] for r in github.requests[fetched:] if "/pulls/" in r["path"]]
+    assert pulls == []
 
 
 def test_repositories_failing_alike_exit_as_they_failed(rocket_env, tmp_path):
