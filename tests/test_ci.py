@@ -342,14 +342,6 @@ def test_init_ci_refuses_a_target_that_is_not_a_directory(tmp_path: Path) -> Non
         init_ci(a_file)
 
 
-@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
-@pytest.mark.parametrize("install", [INSTALL_PLACEHOLDER, "https://github.com/acme/prhub@v0.2.0"])
-def test_actionlint_accepts_the_workflow(tmp_path: Path, install: str | None) -> None:
-    path = init_ci(tmp_path, install=install)
-    done = subprocess.run(["actionlint", str(path)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 @pytest.mark.parametrize(
     ("record", "wanted"),
     [
