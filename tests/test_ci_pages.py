@@ -293,10 +293,11 @@ def contract_site(root: Path, week_json: Path | None) -> None:
         '<a href="acme/rocket/2026-W31.html">W31</a>'
     )
     (root / "search.json").write_text("[]")
-    links = ["../../index.html", "2026-W31.html", "2026-W31.md", "2026-W31.pdf", "2026-W31.json"]
-    links += ["tags.html", "feed.xml", "pr/101.html"]
+    links = ["../../index.html", "2026-W31.html", "tags.html", "feed.xml", "pr/101.html"]
     (repo / "index.html").write_text("".join(f'<a href="{link}">x</a>' for link in links))
-    for name in ("2026-W31.html", "tags.html", "pr/101.html"):
+    downloads = ["index.html", "2026-W31.md", "2026-W31.pdf", "2026-W31.json", "pr/101.html"]
+    (repo / "2026-W31.html").write_text("".join(f'<a href="{x}">x</a>' for x in downloads))
+    for name in ("tags.html", "pr/101.html"):
         (repo / name).write_text('<a href="index.html">x</a> <a href="../index.html">x</a>')
     for name in ("2026-W31.md", "2026-W31.pdf", "feed.xml"):
         (repo / name).write_text("x")
@@ -331,8 +332,9 @@ def test_the_store_comes_back_from_the_published_site(
         "/rocket/index.html",
         "/rocket/",
         "/rocket/acme/rocket/index.html",
+        "/rocket/acme/rocket/2026-W31.html",
         f"/rocket/{WEEK_JSON}",
-    }  # never the pages, PDFs or feeds the import has no use for
+    }  # never the digests' pages, the downloads or feeds the import has no use for
     calls = len(llm.bodies)
     done, outputs = run_step(workflow, weekly, values, second, env)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -389,10 +391,13 @@ def test_the_built_site_is_published_and_restores_the_store(
         done, _ = run_step(workflow, step(workflow, id=name), values, second, env)
         assert done.returncode == 0, done.stdout + done.stderr
     assert len(llm.bodies) == calls
-    built = {p.relative_to(first / "site"): p.read_bytes() for p in (first / "site").rglob("*")}
-    again = {p.relative_to(second / "site"): p.read_bytes() for p in (second / "site").rglob("*")}
+    built, again = tree(first / "site"), tree(second / "site")
     assert again.keys() == built.keys()
     assert [p for p in built if built[p] != again[p]] == []
+
+
+def tree(folder: Path) -> dict[Path, bytes]:
+    return {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 # init-ci --pages
