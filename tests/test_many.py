@@ -4,19 +4,24 @@ PyGithub and openai against the stand-ins; one repository's failure is its own."
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+import yaml
 
 from prhub.config import Settings
 from prhub.errors import ReposFailed
 from prhub.github.source import GITHUB_IN_FLIGHT
 from prhub.many import Outcome, exit_code
 from prhub.store.store import Store
-from tests.factories import GITHUB_TOKEN, cli_env, prhub, responder
+from tests.factories import GITHUB_TOKEN, ROOT, cli_env, prhub, responder
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import prompt_text
 
@@ -297,3 +302,30 @@ def test_the_exit_code_is_the_failures_when_they_agree(codes, expected):
 def test_summarize_takes_one_pr_of_one_repository(rocket_env):
     result = prhub(rocket_env, "summarize", "--all", "--pr", "101")
     assert result.exit_code == 2 and "No such option: --all" in result.stderr
+
+
+# The Actions matrix across repositories
+
+MATRIX = ROOT / "examples" / "github-actions" / "many-repositories.yml"
+BIN = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # the dev extra's tools
+
+
+def test_the_matrix_example_runs_a_job_per_repository_and_commits_once():
+    jobs = yaml.safe_load(MATRIX.read_text(encoding="utf-8"))["jobs"]
+    report, commit = jobs["report"], jobs["commit"]
+    assert report["strategy"]["fail-fast"] is False and report["strategy"]["matrix"]["repo"]
+    step = next(s for s in report["steps"] if s.get("id") == "prhub")
+    assert step["env"]["REPO"] == "${{ matrix.repo }}"
+    assert step["run"] == 'prhub weekly --repo "$REPO"'
+    restore = next(s for s in report["steps"] if s.get("id") == "store")
+    assert "${{ matrix.repo }}" in restore["with"]["key"]  # a store for each repository
+    assert commit["needs"] == "report" and commit["if"] == "always()"
+
+
+@pytest.mark.skipif(
+    shutil.which("actionlint", path=BIN) is None, reason="actionlint is not installed (dev extra)"
+)
+def test_actionlint_accepts_the_matrix_example():
+    command = [str(shutil.which("actionlint", path=BIN)), str(MATRIX)]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PATH": BIN})
+    assert done.returncode == 0, done.stdout + done.stderr
