@@ -246,6 +246,12 @@ def test_quiet_prints_each_report_path_then_the_index(rocket_env, tmp_path):
     assert result.stderr == ""
     written = [Path("reports/acme/rocket/2026-W31.md"), Path("reports/acme/copy/2026-W31.md")]
     assert result.stdout.splitlines() == [*map(str, written), str(Path("reports/index.md"))]
+    index = tmp_path / "reports" / "index.md"
+    os.utime(index, ns=(1_000_000_000, 1_000_000_000))  # a time no write would give
+    again = prhub(rocket_env, "weekly", "--all", *WEEK_31)
+    assert again.exit_code == 0, again.stderr
+    assert f"prhub: unchanged {Path('reports/index.md')}" in again.stderr.splitlines()
+    assert index.stat().st_mtime_ns == 1_000_000_000
 
 
 def test_a_dry_run_prints_each_plan_and_writes_nothing(rocket_env, llm, tmp_path):
