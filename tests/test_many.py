@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 from prhub.config import Settings
-from prhub.errors import ReposFailed
+from prhub.errors import Interrupted, ReposFailed
 from prhub.github.source import GITHUB_IN_FLIGHT
 from prhub.many import Outcome, exit_code
 from prhub.store.store import Store
@@ -266,6 +267,26 @@ def test_a_dry_run_prints_each_plan_and_writes_nothing(rocket_env, llm, tmp_path
         result.stderr.splitlines()[-1]
         == "prhub: 2 repositories: 2 complete (acme/rocket, acme/copy)"
     )
+
+
+def test_an_interruption_says_which_repositories_are_complete(rocket_env, tmp_path, monkeypatch):
+    from prhub import pipeline
+
+    config(tmp_path, repos("acme/rocket", "acme/copy", "acme/third"))
+    weekly = pipeline.Run.weekly
+
+    def interrupted(self: pipeline.Run, w, **kw):
+        if self.settings.repo == "acme/copy":
+            raise Interrupted(signal.SIGINT)
+        return weekly(self, w, **kw)
+
+    monkeypatch.setattr(pipeline.Run, "weekly", interrupted)
+    with pytest.raises(Interrupted) as stopped:  # the console script says it, then exits
+        prhub(rocket_env, "weekly", "--all", *WEEK_31)
+    kept = "1 of 3 repositories complete; 0 new digests and 0 fetched PRs are stored"
+    assert stopped.value.kept == kept  # and what the interrupted one stored
+    assert (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md").is_file()
+    assert not (tmp_path / "reports" / "index.md").exists()
 
 
 def test_all_without_repositories_is_one_line_and_runs_nothing(rocket_env, github, tmp_path):
