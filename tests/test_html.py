@@ -583,6 +583,29 @@ def test_weekly_page_opens_with_the_lead_and_pairs_a_revert_in_one_row():
     assert "最多产" not in sparse and "生成于" not in sparse
 
 
+def test_pr_rows_link_to_digests_without_a_link_inside_a_link():
+    r = hostile_report()
+    titled = r.digests[1].content.model_copy(update={"title": "修复 #12 的 `x<y>` 问题"})
+    r = r.model_copy(
+        update={
+            "digests": [
+                r.digests[0],
+                r.digests[1].model_copy(update={"content": titled}),
+                *r.digests[2:],
+            ]
+        }
+    )
+    to = {n: f"pr/{n} (a).html" for n in r.facts.prs}.get
+    page = html.weekly_html(r, digest_link=to)
+    assert '<a href="pr/102 (a).html">修复 #12 的 <code>x&lt;y&gt;</code> 问题</a>' in page
+    assert Page(page).blocks == md_blocks(render.weekly_markdown(r, digest_link=to))
+    assert "[修复 #12 的 `x<y>` 问题](pr/102%20%28a%29.html)" in render.weekly_markdown(
+        r, digest_link=to
+    )
+    anchors = re.findall(r"<a [^>]*>(.*?)</a>", page)
+    assert not any("<a " in a for a in anchors)
+
+
 def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_html():
     from tests.factories import HIDDEN, SPOOFED
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from prhub.publish import render
 from prhub.publish.labels import view as labels_view
-from prhub.publish.parts import Items, Line, Para, Refs, Section, Table, Words, links
+from prhub.publish.parts import Items, Line, Link, Para, Refs, Section, Table, Words, links
 from prhub.publish.view import digest_view, tags_view, weekly_view
 from prhub.weekly.report import author_line, figures
-from tests.factories import digest, empty_report, no_narrative_report, report, sparse_report
+from tests.factories import (
+    digest,
+    empty_report,
+    no_narrative_report,
+    report,
+    revert_report,
+    sparse_report,
+)
 
 
 def headings(sections: tuple[Section, ...]) -> list[str]:
@@ -138,3 +145,36 @@ def test_links_follow_the_digests_host_and_drop_what_is_not_http():
     assert urls.pr(3) == "https://ghe.example.com/acme/rocket/pull/3"
     assert urls.commit("abc123") == "https://ghe.example.com/acme/rocket/commit/abc123"
     assert links("acme/rocket", {}).pr(9) == "https://github.com/acme/rocket/pull/9"
+
+
+def test_every_pr_row_links_to_its_digest_when_the_output_has_one():
+    r = revert_report()
+    to = {n: f"pr/{n}.html" for n in r.facts.prs if n != 102}.get
+    v = weekly_view(r, digest_link=to)
+    full = next(s for s in v.sections if s.heading == Words("完整周报"))
+    [key] = next(s.blocks for s in full.sections if "重点 PR" in render.md_text(s.heading))
+    assert isinstance(key, Table)
+    pair = next(
+        row
+        for row in key.rows
+        if row.cells[0] == Refs(((103, r.digests[2].url), (104, r.digests[3].url)), "/", True)
+    )
+    assert render.md_text(pair.cells[1], table=True).startswith("[")
+    assert "pr/103.html" in render.md_text(
+        pair.cells[1]
+    ) and "[#104 导读](pr/104.html)" in render.md_text(pair.cells[1])
+    every = next(s for s in v.sections if s.heading == Words("全部 PR")).blocks[1]
+    assert isinstance(every, Table)
+    titles = {row.pr: row.cells[1] for row in every.rows}
+    assert titles[101] == Link(r.digests[0].content.title, "pr/101.html")
+    assert titles[102] == r.digests[1].content.title  # no digest page for it: plain text
+    tagged = tags_view(labels_view(r, "rollout"), digest_link=to)
+    heading = tagged.sections[0].sections[0].heading
+    assert isinstance(heading, Line) and heading.parts[-1] == Link(
+        r.digests[0].content.title, "pr/101.html"
+    )
+
+
+def test_without_digest_links_rows_show_plain_titles():
+    every = next(s for s in weekly_view(report()).sections if s.heading == Words("全部 PR"))
+    assert not any(isinstance(c, Link) for row in every.blocks[1].rows for c in row.cells)  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ from prhub.publish import parts
 from prhub.publish.labels import LabelsView
 from prhub.publish.parts import CODE_SPAN, Links, Text, one_line, visible
 from prhub.publish.render import TEMPLATES, environment
-from prhub.publish.view import digest_view, tags_view, weekly_view
+from prhub.publish.view import DigestLink, digest_view, tags_view, weekly_view
 from prhub.weekly.report import WeeklyReport
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
@@ -62,12 +62,15 @@ def inline(text: str, pr_url: Callable[[int], str]) -> Markup:
     return _marked(one_line(text), pr_url)
 
 
-def _marked(text: str, pr_url: Callable[[int], str]) -> Markup:
+def _marked(text: str, pr_url: Callable[[int], str] | None) -> Markup:
+    """Text marked up; its #123 linked by `pr_url`, or left as text inside a link."""
     out, last = [], 0
     for match in _INLINE.finditer(text):
         out.append(escape(text[last : match.start()]))
         if match.group(3) is None:
             out.append(Markup("<code>%s</code>") % match.group(2))
+        elif pr_url is None:
+            out.append(escape(match.group(0)))
         else:
             number = int(match.group(3))
             out.append(_link(number, pr_url(number)))
@@ -99,6 +102,9 @@ def html_text(x: Text, links: Links) -> Markup:
         case parts.Verdict():
             badge = Markup('<span class="badge %s">%s</span>')
             return badge % (_VERDICT_CLASS.get(x.text, ""), x.text)
+        case parts.Link():
+            text = x.text if isinstance(x.text, str) else x.text.text
+            return Markup('<a href="%s">%s</a>') % (x.url, _marked(one_line(text), None))
         case parts.Refs():
             return Markup(x.sep).join(_link(n, url) for n, url in x.prs) or Markup("—")
         case parts.Line():
@@ -119,11 +125,11 @@ def digest_html(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     return _page("digest.html", digest_view(d, tz))
 
 
-def weekly_html(r: WeeklyReport) -> str:
+def weekly_html(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> str:
     """The weekly report as a standalone HTML page, with a tag filter over the PR table."""
-    return _page("weekly.html", weekly_view(r))
+    return _page("weekly.html", weekly_view(r, digest_link=digest_link))
 
 
-def labels_html(v: LabelsView) -> str:
+def labels_html(v: LabelsView, *, digest_link: DigestLink | None = None) -> str:
     """The labels view as a standalone HTML page."""
-    return _page("labels.html", tags_view(v))
+    return _page("labels.html", tags_view(v, digest_link=digest_link))

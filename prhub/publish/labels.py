@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from prhub.model import PRDigest
 from prhub.publish.parts import Links, links
 from prhub.publish.render import markdown
-from prhub.publish.view import tags_view, weekly_title
+from prhub.publish.view import DigestLink, tags_view, weekly_title
 from prhub.tags import tag_name
 from prhub.weekly.report import WeeklyReport
 
@@ -78,9 +78,9 @@ def _pr(d: PRDigest, urls: Links) -> TaggedPR:
     )
 
 
-def labels_markdown(v: LabelsView) -> str:
+def labels_markdown(v: LabelsView, *, digest_link: DigestLink | None = None) -> str:
     """The labels view in Markdown."""
-    return markdown("labels.md.j2", tags_view(v))
+    return markdown("labels.md.j2", tags_view(v, digest_link=digest_link))
 
 
 def labels_json(v: LabelsView) -> str:

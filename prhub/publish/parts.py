@@ -77,7 +77,15 @@ class Refs:
     linked: bool = False
 
 
-Part = str | Words | Code | Tag | Strong | Verdict | Refs
+@dataclass(frozen=True)
+class Link:
+    """Text linked to a page of prhub's own, such as a PR's digest: a relative address."""
+
+    text: str | Words
+    url: str
+
+
+Part = str | Words | Code | Tag | Strong | Verdict | Refs | Link
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ import unicodedata
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
 from prhub.model import PRDigest
 from prhub.publish import parts
 from prhub.publish.parts import CODE_SPAN, Text, one_line
-from prhub.publish.view import digest_view, weekly_view
+from prhub.publish.view import DigestLink, digest_view, weekly_view
 from prhub.weekly.report import WeeklyReport
 
 __all__ = [
@@ -119,12 +120,19 @@ def md_text(x: Text, table: bool = False) -> str:
             return f"**{x.text}**"
         case parts.Verdict():
             return x.text if table else f"**{x.text}**"
+        case parts.Link():
+            return f"[{md_text(x.text, table)}]({_address(x.url)})"
         case parts.Refs(linked=True):
             return x.sep.join(f"[#{n}]({url})" for n, url in x.prs)
         case parts.Refs():
             return x.sep.join(f"#{n}" for n, _ in x.prs) or "—"
         case parts.Line():
             return "".join(md_text(p, table) for p in x.parts)
+
+
+def _address(url: str) -> str:
+    """A link's address as Markdown reads it whole: no space, parenthesis or bracket unescaped."""
+    return quote(url, safe="/:#?=&%.-_~+,;@!$'*")
 
 
 @cache
@@ -148,9 +156,9 @@ def digest_json(d: PRDigest) -> str:
     return d.model_dump_json(indent=2) + "\n"
 
 
-def weekly_markdown(r: WeeklyReport) -> str:
+def weekly_markdown(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> str:
     """The weekly report: lead, highlights and risks first, then the full report with its tables."""
-    return markdown("weekly.md.j2", weekly_view(r))
+    return markdown("weekly.md.j2", weekly_view(r, digest_link=digest_link))
 
 
 def weekly_json(r: WeeklyReport) -> str:

@@ -19,6 +19,7 @@ from prhub.publish.parts import (
     Code,
     Items,
     Line,
+    Link,
     Links,
     Para,
     Part,
@@ -58,9 +59,17 @@ def _refs(urls: Links, numbers: Iterable[int], sep: str = "、", linked: bool = 
     return Refs(tuple((n, urls.pr(n)) for n in numbers), sep, linked)
 
 
-def _heading(url: str, number: int, title: str) -> Line:
-    """A PR's heading: its number, linked, and a title."""
-    return Line((Refs(((number, url),), linked=True), Words(" "), title))
+# Where a PR's digest is, if the output has it: a relative address, or None.
+DigestLink = Callable[[int], str | None]
+
+
+def _heading(url: str, number: int, title: str, digest: str | None = None) -> Line:
+    """A PR's heading: its number, linked, and a title, linked to its digest when there is one."""
+    return Line((Refs(((number, url),), linked=True), Words(" "), _titled(title, digest)))
+
+
+def _titled(title: str, digest: str | None) -> Part:
+    return Link(title, digest) if digest else title
 
 
 def _joined(parts: Iterable[Part | Line], sep: str) -> tuple[Part, ...]:
@@ -235,9 +244,13 @@ class WeeklyView:
     links: Links
 
 
-def weekly_view(r: WeeklyReport) -> WeeklyView:
-    """The weekly report: lead, highlights and risks first, then the full report with its tables."""
+def weekly_view(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> WeeklyView:
+    """The weekly report: lead, highlights and risks first, then the full report with its tables.
+
+    `digest_link` gives where a PR's digest is, so every PR row links to it too.
+    """
     f, n = r.facts, r.narrative
+    to = _linker(digest_link, {d.number for d in r.digests})
     urls = links(f.repo, {d.number: d.url for d in r.digests})
     first, last = period(r)
     moment = r.meta.generated_at
@@ -255,16 +268,21 @@ def weekly_view(r: WeeklyReport) -> WeeklyView:
         meta=meta,
         empty="本周没有合入任何 PR。" if empty else "",
         summary=_filled(lambda e: figures(f, e)) if n is None and not empty else None,
-        sections=() if empty else (*_narrative(r, urls), *_data(r, urls)),
+        sections=() if empty else (*_narrative(r, urls, to), *_data(r, urls, to)),
         footer="" if empty else weekly_footer(r),
         links=urls,
     )
 
 
+def _linker(digest_link: DigestLink | None, digested: set[int]) -> DigestLink:
+    """Where each PR's digest is: only PRs the report has a digest of link to one."""
+    return lambda n: digest_link(n) if digest_link and n in digested else None
+
+
 FACT_RISKS = "由数据标出的风险"
 
 
-def _narrative(r: WeeklyReport, urls: Links) -> list[Section]:
+def _narrative(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
     """The sections around the model's prose; one with nothing to show is left out."""
     f, n = r.facts, r.narrative
     if n is None:
@@ -281,7 +299,7 @@ def _narrative(r: WeeklyReport, urls: Links) -> list[Section]:
         ("本周重点变化", Items(tuple(n.key_changes)) if n.key_changes else None),
         ("模块与主题趋势", _trends(n.trends, urls) if n.trends else None),
         ("风险观察", full_risks if n.risks or added else None),
-        ("重点 PR 速览", _key_table(rows, urls) if rows else None),
+        ("重点 PR 速览", _key_table(rows, urls, to) if rows else None),
         ("后续建议", Items(tuple(n.follow_ups), numbered=True) if n.follow_ups else None),
     ]
     shown = [(title, block) for title, block in full if block is not None]
@@ -300,11 +318,11 @@ def _trends(trends: list[Trend], urls: Links) -> Table:
     return Table(("主题", "代表 PR", "趋势判断"), rows, ("", "", ""))
 
 
-def _key_table(rows: list[KeyRow], urls: Links) -> Table:
+def _key_table(rows: list[KeyRow], urls: Links, to: DigestLink) -> Table:
     cells = [
         (
             _refs(urls, row.numbers, "/", linked=True),
-            row.topic,
+            _topic(row, to),
             Words(f"{row.importance:.1f}" if row.importance is not None else "—"),
             row.note,
         )
@@ -313,11 +331,19 @@ def _key_table(rows: list[KeyRow], urls: Links) -> Table:
     return Table(("PR", "标题/主题", "重要性", "关键观察"), _rows(cells), ("pr", "", "num", ""))
 
 
+def _topic(row: KeyRow, to: DigestLink) -> Text:
+    """A key row's topic, linked to its first PR's digest; a revert's digest follows it."""
+    first, *others = row.numbers
+    more = [(n, to(n)) for n in others]
+    also = [p for n, url in more if url for p in (Words(" · "), Link(Words(f"#{n} 导读"), url))]
+    return Line((_titled(row.topic, to(first)), *also)) if also else _titled(row.topic, to(first))
+
+
 def _rows(cells: Iterable[tuple[Text, ...]]) -> tuple[Row, ...]:
     return tuple(map(Row, cells))
 
 
-def _data(r: WeeklyReport, urls: Links) -> list[Section]:
+def _data(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
     """The week's figures, every PR, and the PRs whose digest failed."""
     f = r.facts
     counts = _rows((tag, Words(str(count))) for tag, count in f.tags.items())
@@ -334,7 +360,7 @@ def _data(r: WeeklyReport, urls: Links) -> list[Section]:
         Row(
             (
                 _refs(urls, [d.number], linked=True),
-                d.content.title,
+                _titled(d.content.title, to(d.number)),
                 Line(_joined(map(Code, d.tags), " ")),
                 Verdict(d.content.verdict),
                 Words(f"{d.content.importance:.1f}"),
@@ -366,13 +392,15 @@ class TagsView:
     links: Links
 
 
-def tags_view(v: LabelsView) -> TagsView:
-    """The labels view: the week's PRs by tag, each with its verdict and advice."""
+def tags_view(v: LabelsView, *, digest_link: DigestLink | None = None) -> TagsView:
+    """The labels view: the week's PRs by tag, each with its verdict and advice (and a link to
+    its digest, where `digest_link` gives one)."""
+    to = _linker(digest_link, {pr.number for g in v.groups for pr in g.prs})
     urls = links(v.repo, {pr.number: pr.url for g in v.groups for pr in g.prs})
     groups = tuple(
         Section(
             Line((g.tag, Words(f"（{len(g.prs)}）"))),
-            sections=tuple(map(_tagged, g.prs)),
+            sections=tuple(_tagged(pr, to(pr.number)) for pr in g.prs),
             empty="" if g.prs else "本周没有这个标签的 PR。",
         )
         for g in v.groups
@@ -388,9 +416,11 @@ def tags_view(v: LabelsView) -> TagsView:
     )
 
 
-def _tagged(pr: TaggedPR) -> Section:
+def _tagged(pr: TaggedPR, digest: str | None) -> Section:
     advice = paragraphs(pr.advice)
     verdict = Line((Verdict(pr.verdict), Words(f"（约 {pr.minutes} 分钟）。"), *advice[:1]))
     return Section(
-        _heading(pr.url, pr.number, pr.title), (Para(verdict), *map(Para, advice[1:])), level=3
+        _heading(pr.url, pr.number, pr.title, digest),
+        (Para(verdict), *map(Para, advice[1:])),
+        level=3,
     )
