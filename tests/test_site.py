@@ -10,7 +10,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -190,9 +190,299 @@ def test_every_internal_link_resolves_and_every_file_is_reached(site, made):
     expected = {site / "index.html", site / "search.html", repo / "index.html", repo / "tags.html"}
     expected |= {repo / f"2026-W{w}.html" for w in WEEKS}
     expected |= {repo / "pr" / f"{d.number}.html" for d in digests}
-    assert {p.relative_to(site.resolve()) for p in pages} == {
-        p.relative_to(site) for p in expected
-    }
+    assert {p.relative_to(site.resolve()) for p in pages} == {p.relative_to(site) for p in expected}
     for week in WEEKS:
         for suffix in ("md", "json"):
             assert (repo / f"2026-W{week}.{suffix}").is_file()
+
+
+# In Chromium: every kind of page at a phone's width and a desktop's
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium driven by Playwright (the system's Chromium: nothing is downloaded)."""
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page at a phone's width whose console errors are kept in `page.errors`."""
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    opened = context.new_page()
+    opened.errors = []
+    opened.on("console", lambda m: m.type == "error" and opened.errors.append(m.text))
+    opened.on("pageerror", lambda e: opened.errors.append(str(e)))
+    yield opened
+    context.close()
+
+
+def open_page(page: Any, site: Path, path: str, fragment: str = "") -> None:
+    page.goto((site / path).as_uri() + fragment)
+    assert page.evaluate("document.body.getAttribute('data-errors')") == "0"
+
+
+KINDS = {
+    "home": "index.html",
+    "repository": f"{REPO}/index.html",
+    "tags": f"{REPO}/tags.html",
+    "week": f"{REPO}/2026-W32.html",
+    "search": "search.html",
+}
+# How wide the page is, the window's width, and how many tables scroll sideways in their box.
+MEASURE = """() => [document.documentElement.scrollWidth, window.innerWidth,
+  [...document.querySelectorAll('.table-wrap')]
+    .filter(e => e.scrollWidth > e.clientWidth).length]"""
+
+
+@pytest.mark.parametrize("width", [390, 1200])
+def test_no_page_scrolls_sideways_and_each_runs_clean(site, made, page, width, tmp_path):
+    page.set_viewport_size({"width": width, "height": 900})
+    kinds = {**KINDS, "pr": f"{REPO}/pr/{made.digests()[0].number}.html"}
+    for kind, path in kinds.items():
+        open_page(page, site, path, "#q=" + TOPICS[0] if kind == "search" else "")
+        scroll, inner, wide_tables = page.evaluate(MEASURE)
+        assert (kind, scroll, wide_tables) == (kind, inner, 0)
+        page.screenshot(path=str(tmp_path / f"{kind}-{width}.png"), full_page=True)
+    assert page.errors == []
+
+
+def digest_pages(site: Path, hrefs: list[str], at: Path) -> set[int]:
+    """The PR numbers of the digest pages among `hrefs`, resolved from the page at `at`."""
+    found = set()
+    for href in hrefs:
+        target = (at.parent / href).resolve()
+        assert target.is_file(), href
+        if target.parent.name == "pr":
+            found.add(int(target.stem))
+    return found
+
+
+def shown_results(page: Any) -> list[str]:
+    page.wait_for_function("document.getElementById('search-count').textContent !== ''")
+    return page.eval_on_selector_all(
+        "#results a", "links => links.map(a => a.getAttribute('href'))"
+    )
+
+
+def test_typing_a_chinese_word_finds_the_prs_whose_digest_holds_it(site, made, page):
+    word = topic(made.digests()[0].number)
+    titled = {d.number for d in made.digests() if word in d.content.title}
+    assert titled and len(titled) < len(made.digests())
+    open_page(page, site, f"{REPO}/index.html")
+    page.fill("#site-search", word)  # the header's box, on any page
+    page.press("#site-search", "Enter")
+    page.wait_for_url("**/search.html#q=*")
+    at = site / "search.html"
+    assert digest_pages(site, shown_results(page), at) == titled
+    # Two words run together are found in their pieces; a word no digest has finds nothing.
+    page.fill("#q", f"{word}改动")
+    assert digest_pages(site, shown_results(page), at) == titled
+    page.fill("#q", "量子纠缠")
+    assert shown_results(page) == [] and page.text_content("#search-count") == "没有找到"
+    assert page.errors == []
+
+
+def test_the_stream_filters_by_verdict_and_tag(site, made, page):
+    digests = made.digests()
+    verdict = digests[0].content.verdict
+    tag = digests[0].tags[0]
+    open_page(page, site, f"{REPO}/index.html")
+
+    def shown() -> set[int]:
+        heads = page.eval_on_selector_all(
+            "article.digest:not([hidden]) h3 a[href^='pr/']", "as => as.map(a => a.textContent)"
+        )
+        titles = {d.content.title: d.number for d in digests}
+        return {titles[t] for t in heads}
+
+    assert shown() == {d.number for d in digests}
+    page.click(f"button[data-facet=verdict][data-value='{verdict}']")
+    assert shown() == {d.number for d in digests if d.content.verdict == verdict}
+    page.click(f"button[data-facet=tag][data-value='{tag}']")
+    both = {d.number for d in digests if d.content.verdict == verdict and tag in d.tags}
+    assert shown() == both and digests[0].number in both
+    assert f"显示 {len(both)} / {len(digests)}" in page.text_content("#stream-shown")
+    page.reload()  # the filter is in the address: a link keeps it
+    assert shown() == both
+    assert page.errors == []
+
+
+# The feed
+
+
+def test_the_feed_is_valid_atom_with_the_weeks_and_the_latest_digests(site, made):
+    feedparser = pytest.importorskip("feedparser")
+    path = site / REPO / "feed.xml"
+    parsed = feedparser.parse(path.read_bytes())
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    assert parsed.version == "atom10"
+    reports, digests = made.reports(), made.digests()
+    ids = [e.id for e in parsed.entries]
+    assert len(ids) == len(set(ids)) == len(reports) + min(len(digests), 50)
+    by_id = {e.id: e for e in parsed.entries}
+    latest = sorted(digests, key=lambda d: (d.merged_at, d.number), reverse=True)[:50]
+    for d in latest:
+        entry = by_id[d.url]
+        assert entry.updated_parsed[:6] == d.meta.created_at.utctimetuple()[:6]
+        assert (path.parent / entry.link).is_file() and entry.title.startswith(f"#{d.number} ")
+    weekly = [e for e in parsed.entries if "#prhub-weekly-" in e.id]
+    assert sorted(e.link for e in weekly) == [f"2026-W{w}.html" for w in WEEKS]
+    made_at = {r.meta.generated_at for r in reports}
+    assert {datetime(*e.updated_parsed[:6]) for e in weekly} == {
+        m.replace(tzinfo=None) - m.utcoffset() for m in made_at if m is not None
+    }
+    newest = max(max(d.meta.created_at for d in digests), *(m for m in made_at if m))
+    assert parsed.feed.updated_parsed[:6] == newest.utctimetuple()[:6]
+
+
+# Rebuilds
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_a_rebuild_with_nothing_new_leaves_every_byte_and_a_fresh_build_matches(
+    site, made, tmp_path
+):
+    again = tmp_path / "again"
+    shutil.copytree(site, again)
+    before = files_of(again)
+    times = {p: p.stat().st_mtime_ns for p in again.rglob("*") if p.is_file()}
+    # No Chromium to print with: the PDFs of unchanged pages are the last build's.
+    result = build(made, again, PRHUB_CHROMIUM=str(tmp_path / "no-such-browser"))
+    assert f"; 0 written, {len(before) - 1} unchanged, 0 removed" in result.stderr
+    assert files_of(again) == before
+    assert {p: p.stat().st_mtime_ns for p in again.rglob("*") if p.is_file()} == times
+    fresh = tmp_path / "fresh"
+    build(made, fresh)
+    assert files_of(fresh) == before
+
+
+def test_files_prhub_no_longer_makes_go_and_every_other_file_stays(site, made, tmp_path, caplog):
+    out = tmp_path / "site"
+    shutil.copytree(site, out)
+    week = out / REPO / "2026-W31.html"
+    (out / "CNAME").write_text("docs.example.org\n")  # the host's, not prhub's
+    (out / REPO / "notes.md").write_text("我们自己的笔记\n")
+    had_pdf = (out / REPO / "2026-W31.pdf").is_file()
+    edited = out / REPO / "2026-W32.pdf"
+    if had_pdf:
+        edited.write_bytes(edited.read_bytes() + b"%% changed by hand\n")
+    result = build(made, out, "--no-pdf")
+    assert not (out / REPO / "2026-W31.pdf").exists()  # prhub's, and no longer made
+    assert edited.is_file() == had_pdf  # changed since prhub wrote it: kept, and said so
+    assert ("changed since prhub wrote it" in caplog.text) == had_pdf
+    assert (out / "CNAME").read_text() == "docs.example.org\n"
+    assert (out / REPO / "notes.md").read_text() == "我们自己的笔记\n"
+    assert "2026-W31.pdf" not in week.read_text() and crawl(out)[out / "index.html"] == []
+    assert f"{int(had_pdf)} removed" in result.stderr
+
+
+def test_a_folder_of_other_files_keeps_them_and_one_in_the_way_stops_the_build(made, tmp_path):
+    out = tmp_path / "docs"
+    (out / "guide").mkdir(parents=True)
+    (out / "guide" / "start.md").write_text("# 上手\n")
+    build(made, out, "--no-pdf")
+    assert (out / "guide" / "start.md").read_text() == "# 上手\n"
+    assert (out / "index.html").is_file()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "index.html").write_text("<p>我们的首页</p>\n")
+    result = made.run("site", str(theirs), "--no-pdf")
+    assert_fails(result, 14, f"{theirs / 'index.html'} exists and prhub did not write it")
+    assert [p.name for p in theirs.iterdir()] == ["index.html"]  # nothing written
+    assert (theirs / "index.html").read_text() == "<p>我们的首页</p>\n"
+
+
+def test_an_empty_or_missing_store_is_one_line_and_its_own_exit_code(made, tmp_path):
+    missing = tmp_path / "none.db"
+    out = tmp_path / "site"
+    assert_fails(made.run("site", str(out), PRHUB_STORE=str(missing)), 16, "no store at")
+    assert not missing.exists() and not out.exists()
+    from prhub.store.store import Store
+
+    Store(tmp_path / "empty.db").close()
+    result = made.run("site", str(out), PRHUB_STORE=str(tmp_path / "empty.db"))
+    assert_fails(result, 16, "holds no weekly report or digest to publish")
+    assert_fails(made.run("site", str(out), "--repo", "acme/rocket"), 16, "for acme/rocket")
+    assert not out.exists()
+
+
+def test_a_folder_that_cannot_be_written_is_an_output_error(made, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert_fails(made.run("site", str(blocker), "--no-pdf"), 14, "it is a file, not a folder")
+    assert_fails(made.run("site", str(blocker / "site"), "--no-pdf"), 14, "cannot write")
+
+
+def test_a_repository_named_in_another_spelling_is_found(made, tmp_path):
+    out = tmp_path / "site"
+    build(made, out, "--no-pdf", "--repo", "https://github.com/VERL-Project/Verl")
+    assert (out / REPO / "index.html").is_file()
+
+
+def test_without_chromium_the_site_has_no_pdf_and_says_so_unless_pdf_is_asked(made, tmp_path):
+    out = tmp_path / "site"
+    nothing = str(tmp_path / "no-such-browser")
+    result = build(made, out, PRHUB_CHROMIUM=nothing)
+    assert "prhub: warning: no PDFs in the site: PRHUB_CHROMIUM=" in result.stderr
+    assert not list(out.rglob("*.pdf")) and crawl(out)[out / "index.html"] == []
+    assert all(">PDF<" not in p.read_text() for p in (out / REPO).glob("*.html"))
+    result = made.run("site", str(tmp_path / "other"), "--pdf", PRHUB_CHROMIUM=nothing)
+    assert_fails(result, 15, "PRHUB_CHROMIUM=")
+    assert not (tmp_path / "other").exists()
+
+
+def test_the_week_page_offers_its_markdown_pdf_and_json_and_the_weeks_around_it(site):
+    pdf = (site / REPO / "2026-W32.pdf").is_file()
+    links = Links((site / REPO / "2026-W32.html").read_text())
+    shown = [h for h in links.hrefs if h.startswith("2026-W")]
+    assert shown == [
+        "2026-W32.md",
+        *(["2026-W32.pdf"] if pdf else []),
+        "2026-W32.json",
+        "2026-W31.html",
+    ]
+    if pdf:
+        assert (site / REPO / "2026-W32.pdf").read_bytes().startswith(b"%PDF-")
+    older = Links((site / REPO / "2026-W31.html").read_text())
+    assert "2026-W32.html" in older.hrefs and "2026-W30.html" not in older.hrefs
+
+
+def test_a_pr_page_names_the_weeks_it_appears_in(site, made):
+    for d in made.digests()[:5]:
+        links = Links((site / REPO / "pr" / f"{d.number}.html").read_text())
+        weeks = [h for h in links.hrefs if h.startswith("../2026-W")]
+        holding = [r for r in made.reports() if any(x.number == d.number for x in r.digests)]
+        assert weeks == [f"../2026-W{r.facts.week}.html" for r in holding] and len(weeks) == 1
+        assert d.url in links.hrefs and f"{d.number}.json" in links.hrefs
+
+
+@pytest.mark.slow
+def test_importing_the_site_restores_a_store_whose_weekly_rerun_makes_no_call(site, made, tmp_path):
+    new = {"PRHUB_STORE": str(tmp_path / "new.db")}
+    result = made.run("import", str(site), **new)
+    assert_ok(result)
+    assert f"and {len(WEEKS)} weeks from {site}" in result.stderr
+    for week in WEEKS:
+        calls = len(made.llm.bodies)
+        out = tmp_path / f"W{week}.json"
+        rerun = made.run("weekly", "--year", "2026", "--week", str(week), "--out", str(out), **new)
+        assert rerun.exit_code == (12 if week == 32 else 0), rerun.stderr
+        asked = {re.search(r"PR #(\d+)", prompt_text(b)) for b in made.llm.bodies[calls:]}
+        # Only the PR that failed its digest is asked for again.
+        assert {m.group(1) for m in asked if m} == ({str(made.failing)} if week == 32 else set())
+        assert all(m for m in asked)  # no narrative made again
+        assert out.read_bytes() == (site / REPO / f"2026-W{week}.json").read_bytes()

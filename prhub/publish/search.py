@@ -1,6 +1,6 @@
 """The site's search index: the words of every digest and weekly report, for the search page's
 script to match offline, with no server. Chinese has no spaces between words, so the script
-finds a query's words as substrings of these texts, or by their pairs of characters."""
+finds a query's words as substrings of these texts, or in pieces of two characters or more."""
 
 from __future__ import annotations
 

@@ -2,16 +2,22 @@
   "use strict";
   // Search over the index the page holds, with no server. Chinese is written without spaces, so
   // each word typed is looked for as a substring of a title or text; a Chinese word not found
-  // whole still matches where every pair of its characters is found (采样温度 in 采样的温度).
-  // A hit in the title ranks above one in the text; ties keep the index's order.
+  // whole still matches where it is found in pieces of two characters or more (检查点改动 in
+  // 检查点路径的改动). A hit in the title ranks above one in the text; ties keep the index's order.
   var MAX = 50;
   function fold(text) {
     return (text.normalize ? text.normalize("NFKC") : text).toLowerCase();
   }
-  function pairs(word) {
-    var out = [];
-    for (var i = 0; i + 1 < word.length; i++) out.push(word.slice(i, i + 2));
-    return out;
+  function inPieces(word, doc) {
+    // Greedy: the longest piece of what is left that the document holds, until nothing is left.
+    var at = 0;
+    while (at < word.length) {
+      var end = word.length;
+      while (end - at >= 2 && doc.title.indexOf(word.slice(at, end)) < 0 && doc.text.indexOf(word.slice(at, end)) < 0) end--;
+      if (end - at < 2) return false;
+      at = end;
+    }
+    return true;
   }
   function score(doc, words) {
     var total = 0;
@@ -19,9 +25,7 @@
       var w = words[i];
       if (doc.title.indexOf(w) >= 0) total += 10;
       else if (doc.text.indexOf(w) >= 0) total += 3;
-      else if (/[\u3400-\u9fff]/.test(w) && w.length > 2 && pairs(w).every(function (p) {
-        return doc.title.indexOf(p) >= 0 || doc.text.indexOf(p) >= 0;
-      })) total += 1;
+      else if (/[\u3400-\u9fff]/.test(w) && w.length > 3 && inPieces(w, doc)) total += 1;
       else return 0;
     }
     return total;
