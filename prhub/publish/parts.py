@@ -85,7 +85,16 @@ class Link:
     url: str
 
 
-Part = str | Words | Code | Tag | Strong | Verdict | Refs | Link
+@dataclass(frozen=True)
+class Flag:
+    """A short marker on a row, such as a digest's failed checks; `why` says what it stands
+    for (a page's tooltip)."""
+
+    text: str
+    why: str
+
+
+Part = str | Words | Code | Tag | Strong | Verdict | Refs | Link | Flag
 
 
 @dataclass(frozen=True)

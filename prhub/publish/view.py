@@ -17,6 +17,7 @@ from prhub.model import PRDigest
 from prhub.publish.parts import (
     Block,
     Code,
+    Flag,
     Items,
     Line,
     Link,
@@ -66,6 +67,11 @@ DigestLink = Callable[[int], str | None]
 def _heading(url: str, number: int, title: str, digest: str | None = None) -> Line:
     """A PR's heading: its number, linked, and a title, linked to its digest when there is one."""
     return Line((Refs(((number, url),), linked=True), Words(" "), _titled(title, digest)))
+
+
+def _text(*parts: Part) -> Text:
+    """Parts as one text: a Line, or the part alone."""
+    return parts[0] if len(parts) == 1 else Line(parts)
 
 
 def _titled(title: str, digest: str | None) -> Part:
@@ -133,9 +139,38 @@ def digest_footer(d: PRDigest) -> str:
     if meta.dropped_citations:
         parts.append(f"删去无据引用 {meta.dropped_citations} 处" + dropped_why(d))
     if meta.failed_checks:
-        failed = "、".join(LABELS.get(name, name) for name in meta.failed_checks)
-        parts.append(f"未通过检查：{failed}")
+        parts.append(f"未通过检查：{failed_checks(d)}")
     return " · ".join(parts)
+
+
+def failed_checks(d: PRDigest) -> str:
+    """The checks a digest failed, as a reader names them: 标题过长、未说明是回滚."""
+    return _named(d.meta.failed_checks)
+
+
+def _named(checks: Iterable[str]) -> str:
+    return "、".join(dict.fromkeys(LABELS.get(name, name) for name in checks))
+
+
+MARKER = "⚠ 未通过检查"
+
+
+def check_marker(d: PRDigest) -> str:
+    """ "" for a digest that passed its checks, else the short marker its rows carry."""
+    return MARKER if d.meta.failed_checks else ""
+
+
+def _flag(checks: dict[int, list[str]]) -> tuple[Part, ...]:
+    """A row's marker, after a space, naming the checks its PRs' digests failed (`checks`, by
+    PR); nothing when all passed."""
+    failed = {n: names for n, names in checks.items() if names}
+    if not failed:
+        return ()
+    one = len(checks) == 1
+    why = "；".join(
+        _named(names) if one else f"#{n} {_named(names)}" for n, names in failed.items()
+    )
+    return (Words(" "), Flag(MARKER, f"未通过检查：{why}"))
 
 
 def dropped_why(d: PRDigest) -> str:
@@ -188,6 +223,7 @@ class DigestView:
     title: str  # the page's
     heading: Line
     meta: tuple[Text, ...]
+    notice: str  # said before the verdict of a digest that failed its checks
     verdict: Line
     advice: tuple[str, ...]  # paragraphs
     sections: tuple[Section, ...]
@@ -219,6 +255,11 @@ def digest_view(d: PRDigest, tz: str = "Asia/Shanghai") -> DigestView:
             Words(f"+{d.additions} / −{d.deletions}"),
             Words(f"{d.changed_files} 个文件"),
         ),
+        notice=(
+            f"⚠ 这篇导读未通过检查（{failed_checks(d)}），阅读时请以原 PR 为准。"
+            if d.meta.failed_checks
+            else ""
+        ),
         verdict=Line((Verdict(c.verdict), *score, Words("/10："), c.importance_reason)),
         advice=tuple(paragraphs(c.advice)),
         sections=tuple(
@@ -237,6 +278,7 @@ class WeeklyView:
     title: str
     lead: str
     meta: tuple[Text, ...]
+    notice: str  # a banner at the top for a week with PRs missing or digests failing checks
     empty: str  # said instead of all below the meta line, for a week without PRs
     summary: Line | None  # the figures, for a week without a narrative
     sections: tuple[Section, ...]
@@ -266,12 +308,37 @@ def weekly_view(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> We
         title=weekly_title(r),
         lead=(n.lead or lead(f)) if n else "",
         meta=meta,
+        notice=_notice(r),
         empty="本周没有合入任何 PR。" if empty else "",
         summary=_filled(lambda e: figures(f, e)) if n is None and not empty else None,
         sections=() if empty else (*_narrative(r, urls, to), *_data(r, urls, to)),
         footer="" if empty else weekly_footer(r),
         links=urls,
     )
+
+
+def _notice(r: WeeklyReport) -> str:
+    """What a reader must know before trusting the report: PRs without a digest, digests that
+    failed their checks; "" for a complete week."""
+    have = {d.number for d in r.digests}
+    missing = sorted({n for n in r.facts.prs if n not in have} | {x.number for x in r.failed})
+    unchecked = [d.number for d in r.digests if d.meta.failed_checks]
+    said = []
+    if missing:
+        said.append(
+            f"{len(missing)} 个未能生成导读（{_listed(missing)}），"
+            f"导读与行文只涵盖其余 {len(have)} 个，名单见文末"
+        )
+    if unchecked:
+        said.append(f"{len(unchecked)} 篇导读未通过检查（{_listed(unchecked)}），已在表中标出")
+    if not said:
+        return ""
+    return f"⚠ 本报告的 {len(have) + len(missing)} 个 PR 中，{'；'.join(said)}。"
+
+
+def _listed(numbers: list[int], most: int = 10) -> str:
+    shown = "、".join(f"#{n}" for n in numbers[:most])
+    return shown + (f" 等 {len(numbers)} 个" if len(numbers) > most else "")
 
 
 def _linker(digest_link: DigestLink | None, digested: set[int]) -> DigestLink:
@@ -293,13 +360,12 @@ def _narrative(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
     flagged = () if n.risks else tuple(fact_risks(f))
     added = tuple(risks(n.risks, f)[len(n.risks) :])
     full_risks = Items(tuple(n.risks), long=added, label=FACT_RISKS)
-    rows = key_rows(r)
     full: list[tuple[str, Block | None]] = [
         ("执行摘要", Para(Line((*_filled(lambda e: figures(f, e)).parts, n.summary)))),
         ("本周重点变化", Items(tuple(n.key_changes)) if n.key_changes else None),
         ("模块与主题趋势", _trends(n.trends, urls) if n.trends else None),
         ("风险观察", full_risks if n.risks or added else None),
-        ("重点 PR 速览", _key_table(rows, urls, to) if rows else None),
+        ("重点 PR 速览", _key_table(r, urls, to)),
         ("后续建议", Items(tuple(n.follow_ups), numbered=True) if n.follow_ups else None),
     ]
     shown = [(title, block) for title, block in full if block is not None]
@@ -318,11 +384,19 @@ def _trends(trends: list[Trend], urls: Links) -> Table:
     return Table(("主题", "代表 PR", "趋势判断"), rows, ("", "", ""))
 
 
-def _key_table(rows: list[KeyRow], urls: Links, to: DigestLink) -> Table:
+def _key_table(r: WeeklyReport, urls: Links, to: DigestLink) -> Table | None:
+    """The key PRs by importance, those whose digests all failed their checks after the rest:
+    their score is the model's word on a digest prhub would not publish as good."""
+    checks = {d.number: d.meta.failed_checks for d in r.digests}
+    rows = sorted(key_rows(r), key=lambda row: _unchecked(row, checks))  # stable: by importance
+    if not rows:
+        return None
     cells = [
         (
             _refs(urls, row.numbers, "/", linked=True),
-            _topic(row, to),
+            Line(
+                (*_topic(row, to).parts, *_flag({n: checks[n] for n in row.numbers if n in checks}))
+            ),
             Words(f"{row.importance:.1f}" if row.importance is not None else "—"),
             row.note,
         )
@@ -331,12 +405,18 @@ def _key_table(rows: list[KeyRow], urls: Links, to: DigestLink) -> Table:
     return Table(("PR", "标题/主题", "重要性", "关键观察"), _rows(cells), ("pr", "", "num", ""))
 
 
-def _topic(row: KeyRow, to: DigestLink) -> Text:
+def _unchecked(row: KeyRow, checks: dict[int, list[str]]) -> bool:
+    """True when every digest of the row failed its checks."""
+    have = [checks[n] for n in row.numbers if n in checks]
+    return bool(have) and all(have)
+
+
+def _topic(row: KeyRow, to: DigestLink) -> Line:
     """A key row's topic, linked to its first PR's digest; a revert's digest follows it."""
     first, *others = row.numbers
     more = [(n, to(n)) for n in others]
     also = [p for n, url in more if url for p in (Words(" · "), Link(Words(f"#{n} 导读"), url))]
-    return Line((_titled(row.topic, to(first)), *also)) if also else _titled(row.topic, to(first))
+    return Line((_titled(row.topic, to(first)), *also))
 
 
 def _rows(cells: Iterable[tuple[Text, ...]]) -> tuple[Row, ...]:
@@ -360,7 +440,9 @@ def _data(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
         Row(
             (
                 _refs(urls, [d.number], linked=True),
-                _titled(d.content.title, to(d.number)),
+                _text(
+                    _titled(d.content.title, to(d.number)), *_flag({d.number: d.meta.failed_checks})
+                ),
                 Line(_joined(map(Code, d.tags), " ")),
                 Verdict(d.content.verdict),
                 Words(f"{d.content.importance:.1f}"),
@@ -376,10 +458,16 @@ def _data(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
         Section(Words("全部 PR"), (TagFilter(tuple(f.tags.items()), len(r.digests)), every)),
     ]
     if r.failed:
-        failed = [Line((_refs(urls, [x.number]), Words("："), x.error)) for x in r.failed]
-        again = Para(Words("重新运行同一命令只会重试这些 PR。"))
-        items = Items(long=tuple(failed), label="未能生成导读的 PR")
-        sections.append(Section(Words("未能生成导读的 PR"), (items, again)))
+        # Why each failed is the operator's to know: the run's log says it.
+        failed = _refs(urls, sorted(x.number for x in r.failed), linked=True)
+        said = Line(
+            (
+                Words("这些 PR 未能生成导读，表中没有它们，可直接阅读原 PR："),
+                failed,
+                Words("。"),
+            )
+        )
+        sections.append(Section(Words("未能生成导读的 PR"), (Para(said),)))
     return sections
 
 
