@@ -452,6 +452,19 @@ def no_narrative_report() -> WeeklyReport:
     return r.model_copy(update={"narrative": None, "failed": failed, "meta": meta})
 
 
+def unchecked_report() -> WeeklyReport:
+    """The fixture week where the digest of #102, its most important PR, failed two checks."""
+    r = report()
+    failed = ["docs_overrated", "advice_uncited"]
+    digests = [
+        d.model_copy(update={"meta": d.meta.model_copy(update={"failed_checks": failed})})
+        if d.number == 102
+        else d
+        for d in r.digests
+    ]
+    return r.model_copy(update={"digests": digests})
+
+
 def empty_report() -> WeeklyReport:
     r = report()
     facts = r.facts.model_copy(update={"prs": [], "pr_count": 0, "key_prs": []})

@@ -31,6 +31,7 @@ from tests.factories import (
     report,
     revert_report,
     sparse_report,
+    unchecked_report,
 )
 
 EVIL = "<script>alert(1)</script> <img src=x onerror=alert(1)> a | b `x<y>&z` stray ` tick & c"
@@ -244,6 +245,7 @@ def md_blocks(text: str) -> list[str]:
         sparse_report,
         revert_report,
         code_tag_report,
+        unchecked_report,
     ],
     ids=lambda f: f.__name__,
 )
@@ -359,8 +361,8 @@ def test_long_fact_lists_are_collapsed_after_five_with_a_count():
     added = 12 - len(cited)  # one line per flagged PR the model's risks do not cite
     assert [summary for summary, _ in details] == [
         f"另有 {added - 5} 项由数据标出的风险（共 {added} 项）",
-        "另有 1 项未能生成导读的 PR（共 6 项）",
     ]
+    assert all(f'">#{x.number}</a>' in page.split("未能生成导读的 PR</h2>")[1] for x in r.failed)
     assert page.count("可能破坏现有用法：") == (106 not in cited)
     text = render.weekly_markdown(r)
     assert "<details>" not in text  # Markdown lists them all
@@ -604,6 +606,25 @@ def test_pr_rows_link_to_digests_without_a_link_inside_a_link():
     )
     anchors = re.findall(r"<a [^>]*>(.*?)</a>", page)
     assert not any("<a " in a for a in anchors)
+
+
+def test_a_partial_week_says_so_at_the_top_and_marks_failed_digests_in_every_format():
+    r = unchecked_report()
+    page, text = html.weekly_html(r), render.weekly_markdown(r)
+    notice = view.weekly_view(r).notice
+    banner = (
+        f'<p class="notice" role="note">{html.inline(notice, view.weekly_view(r).links.pr)}</p>'
+    )
+    assert banner in page and page.index(banner) < page.index("<h2>本周亮点</h2>")
+    assert f"\n\n> {notice}\n\n## 本周亮点" in text
+    why = "未通过检查：文档改动评分偏高、建议未点名文件"
+    flag = f'<span class="flag" title="{why}">⚠ 未通过检查</span>'
+    assert page.count(flag) == 2  # its key row and its row in the PR list
+    d = r.digests[1]
+    digest_page = html.digest_html(d)
+    assert digest_page.index('<p class="notice"') < digest_page.index('class="badge')
+    assert render.digest_markdown(d).count("> ⚠ 这篇导读未通过检查") == 1
+    assert Page(digest_page).blocks == md_blocks(render.digest_markdown(d))
 
 
 def test_bidi_and_zero_width_controls_are_shown_not_obeyed_in_html():

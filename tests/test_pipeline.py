@@ -193,7 +193,7 @@ def test_failed_prs_are_listed_and_only_they_are_redone(github, llm, tmp_path):
     assert report.facts.prs == [101, 102, 103, 104, 105, 106]  # merged that week all the same
     assert [d.number for d in report.digests] == [101, 102, 104, 105, 106]
     text = render.weekly_markdown(report)
-    assert "## 未能生成导读的 PR" in text and "- #103：" in text
+    assert "## 未能生成导读的 PR" in text and "1 个未能生成导读（#103）" in text
 
     flaky.healed = True  # type: ignore[attr-defined]
     before = len(llm.bodies)

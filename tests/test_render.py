@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from prhub.model import PRDigest
-from prhub.publish import render, view
+from prhub.publish import footers, render, view
 from prhub.tags import parse_title, tag_name
 from prhub.weekly.report import AuthorCount
 from tests.factories import (
@@ -74,16 +74,16 @@ def test_report_fixture_is_one_the_pipeline_can_make():
 
 
 def test_footers_say_where_the_text_came_from():
-    assert view.digest_footer(digest()) == (
+    assert footers.digest_footer(digest()) == (
         "digest@v1 · gpt-4o-mini · 1 次调用 · 输入 1,227 / 输出 412 tokens · "
         "模型看到：全文 2、节选 0、仅列名 0、排除 0 个文件（变更行 100%）"
     )
     meta = report().meta.model_copy(update={"dropped_citations": 3})
-    assert view.weekly_footer(report().model_copy(update={"meta": meta})) == (
+    assert footers.weekly_footer(report().model_copy(update={"meta": meta})) == (
         "weekly@v1 · gpt-4o-mini · 导读与周报共调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
         "删去无据引用 3 处"
     )
-    assert f"<sub>{view.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
+    assert f"<sub>{footers.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
 
 
 # Untrusted text and its Markdown: every mark that could start markup where it stands is escaped,

@@ -110,6 +110,8 @@ def html_text(x: Text, links: Links) -> Markup:
         case parts.Verdict():
             badge = Markup('<span class="badge %s">%s</span>')
             return badge % (_VERDICT_CLASS.get(x.text, ""), x.text)
+        case parts.Flag():
+            return Markup('<span class="flag" title="%s">%s</span>') % (x.why, x.text)
         case parts.Link():
             text = x.text if isinstance(x.text, str) else x.text.text
             return Markup('<a href="%s">%s</a>') % (x.url, _marked(one_line(text), None))

@@ -4,7 +4,7 @@ lists, tables), sections, a report's links, and the text rules every format foll
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import quote, urlsplit
@@ -85,7 +85,16 @@ class Link:
     url: str
 
 
-Part = str | Words | Code | Tag | Strong | Verdict | Refs | Link
+@dataclass(frozen=True)
+class Flag:
+    """A short marker on a row, such as a digest's failed checks; `why` says what it stands
+    for (a page's tooltip)."""
+
+    text: str
+    why: str
+
+
+Part = str | Words | Code | Tag | Strong | Verdict | Refs | Link | Flag
 
 
 @dataclass(frozen=True)
@@ -196,3 +205,46 @@ def _web(url: str) -> bool:
         return urlsplit(url).scheme in ("http", "https")
     except ValueError:
         return False
+
+
+# Texts built of parts
+
+
+def refs(urls: Links, numbers: Iterable[int], sep: str = "、", linked: bool = False) -> Refs:
+    return Refs(tuple((n, urls.pr(n)) for n in numbers), sep, linked)
+
+
+def pr_heading(url: str, number: int, title: str, digest: str | None = None) -> Line:
+    """A PR's heading: its number, linked, and a title, linked to its digest when there is one."""
+    return Line((Refs(((number, url),), linked=True), Words(" "), titled(title, digest)))
+
+
+def lined(*parts: Part) -> Text:
+    """Parts as one text: a Line, or the part alone."""
+    return parts[0] if len(parts) == 1 else Line(parts)
+
+
+def titled(title: str, digest: str | None) -> Part:
+    return Link(title, digest) if digest else title
+
+
+def joined(parts: Iterable[Part | Line], sep: str) -> tuple[Part, ...]:
+    """The parts with `sep` between them; a Line's parts inline."""
+    out: list[Part] = []
+    for part in parts:
+        out += [Words(sep)] if out else []
+        out += part.parts if isinstance(part, Line) else [part]
+    return tuple(out)
+
+
+def filled(make: Callable[[Callable[[str], str]], str]) -> Line:
+    """A text the facts make with the data it names (`make(escape)`), its words and data apart."""
+    data: list[str] = []
+
+    def hole(value: str) -> str:
+        data.append(value)
+        return f"\0{len(data) - 1}\0"
+
+    pieces = re.split("\0([0-9]+)\0", make(hole))
+    parts = [data[int(p)] if i % 2 else Words(p) for i, p in enumerate(pieces)]
+    return Line(tuple(p for p in parts if p != Words("")))

@@ -120,6 +120,8 @@ def md_text(x: Text, table: bool = False) -> str:
             return f"**{x.text}**"
         case parts.Verdict():
             return x.text if table else f"**{x.text}**"
+        case parts.Flag():
+            return x.text
         case parts.Link():
             return f"[{md_text(x.text, table)}]({_address(x.url)})"
         case parts.Refs(linked=True):
