@@ -486,3 +486,28 @@ def test_importing_the_site_restores_a_store_whose_weekly_rerun_makes_no_call(si
         assert {m.group(1) for m in asked if m} == ({str(made.failing)} if week == 32 else set())
         assert all(m for m in asked)  # no narrative made again
         assert out.read_bytes() == (site / REPO / f"2026-W{week}.json").read_bytes()
+
+
+def test_failed_checks_and_a_partial_week_show_where_a_reader_looks(site, made):
+    digests = made.digests()
+    failed = {d.number for d in digests if d.meta.failed_checks}
+    assert failed and len(failed) < len(digests)
+    stream = (site / REPO / "index.html").read_text()
+    items = re.findall(r'<article class="digest".*?</article>', stream, re.S)
+    flagged = {
+        int(m)
+        for item in items
+        if 'class="flag"' in item
+        for m in re.findall(r'href="pr/(\d+)\.html"', item)
+    }
+    assert flagged == failed
+    for d in digests:
+        page = (site / REPO / "pr" / f"{d.number}.html").read_text()
+        assert ('class="notice"' in page) == (d.number in failed)
+    week = (site / REPO / "2026-W32.html").read_text()
+    assert week.index('class="notice"') < week.index("本周亮点")
+    assert f"#{made.failing}" in week[week.index('class="notice"') :][:400]
+    rows = re.findall(r'<li><a href="(2026-W\d+)\.html">.*?</li>', stream, re.S)
+    assert rows == ["2026-W32", "2026-W31"]
+    row32 = re.search(r'<li><a href="2026-W32\.html">.*?</li>', stream, re.S)
+    assert row32 and "⚠ 不完整" in row32.group()

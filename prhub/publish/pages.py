@@ -5,7 +5,7 @@ script, loads nothing, and links only relative to where it is."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -14,10 +14,11 @@ from markupsafe import Markup
 
 from prhub.model import VERDICTS, PRDigest
 from prhub.publish import html, view
+from prhub.publish.footers import MARKER, failed_checks, local_time
 from prhub.publish.labels import LabelsView
-from prhub.publish.parts import Line, Link, Links, Refs, Verdict, Words, links, paragraphs
+from prhub.publish.parts import Flag, Line, Link, Links, Refs, Verdict, Words, links, paragraphs
 from prhub.publish.render import TEMPLATES
-from prhub.publish.view import local_time, period, tags_view, weekly_title, weekly_view
+from prhub.publish.view import check_marker, period, tags_view, weekly_title, weekly_view
 from prhub.weekly.report import WeeklyReport
 
 __all__ = ["Pages", "WeekRow", "digest_page", "week_row"]
@@ -38,7 +39,7 @@ class WeekRow:
     prs: int
     key_prs: int
     lead: str
-    notice: str  # the report's own banner text: "" for a complete week
+    flag: Flag | None  # for a week with PRs missing or digests failing checks: its notice
 
 
 def week_row(r: WeeklyReport, href: str) -> WeekRow:
@@ -51,8 +52,13 @@ def week_row(r: WeeklyReport, href: str) -> WeekRow:
         prs=r.facts.pr_count,
         key_prs=len(r.facts.key_prs),
         lead=v.lead,
-        notice=getattr(v, "notice", ""),
+        flag=Flag("⚠ 不完整" if _missing(r) else MARKER, v.notice) if v.notice else None,
     )
+
+
+def _missing(r: WeeklyReport) -> bool:
+    """Whether some PR of the week has no digest in the report."""
+    return bool(r.failed) or len(r.digests) < r.facts.pr_count
 
 
 @dataclass(frozen=True)
@@ -70,11 +76,10 @@ class Card:
 class Item:
     """A digest in a repository's stream, as 000 and 002 list them."""
 
-    heading: Line
+    heading: Line  # with the marker of failed checks, naming them
     verdict: Verdict
     minutes: int
     importance: float
-    marker: str  # failed checks, in a reader's words; "" for none
     advice: str  # the first paragraph
     tags: tuple[str, ...]
     merged: str
@@ -150,15 +155,7 @@ class Pages:
     def digest(self, d: PRDigest, name: str, weeks: Sequence[WeekRow]) -> str:
         """A PR's page: its digest, its PR on GitHub, and the weeks it appears in."""
         v = view.digest_view(d, self.tz)
-        return self._page(
-            "pr.html",
-            v,
-            name=name,
-            d=d,
-            marker=_marker(d),
-            weeks=weeks,
-            github=v.links.pr(d.number),
-        )
+        return self._page("pr.html", v, name=name, d=d, weeks=weeks, github=v.links.pr(d.number))
 
     def tags(self, labels_view: LabelsView, name: str) -> str:
         return self._page("tags.html", tags_view(labels_view, digest_link=digest_page), name=name)
@@ -172,30 +169,21 @@ class Pages:
 
 def _item(d: PRDigest, urls: Links, tz: str) -> Item:
     c = d.content
-    heading = Line(
-        (
-            Refs(((d.number, urls.pr(d.number)),), linked=True),
-            Words(" "),
-            Link(c.title, digest_page(d.number)),
-        )
-    )
+    marker = check_marker(d)
+    flagged = (Words(" "), Flag(marker, f"未通过检查：{failed_checks(d)}")) if marker else ()
+    github = Refs(((d.number, urls.pr(d.number)),), linked=True)
+    heading = Line((github, Words(" "), Link(c.title, digest_page(d.number)), *flagged))
     advice = paragraphs(c.advice)
     return Item(
         heading=heading,
         verdict=Verdict(c.verdict),
         minutes=c.minutes,
         importance=c.importance,
-        marker=_marker(d),
         advice=advice[0] if advice else "",
         tags=tuple(d.tags),
         merged=local_time(d.merged_at, tz)[:10] if d.merged_at else "未合并",
         author=d.author,
     )
-
-
-def _marker(d: PRDigest) -> str:
-    marker: Callable[[PRDigest], str] | None = getattr(view, "check_marker", None)
-    return marker(d) if marker else ""
 
 
 @cache
