@@ -93,7 +93,7 @@ class PdfUnavailable(PrhubError):
 class EmptySite(PrhubError):
     """The store holds nothing a site could show."""
 
-    exit_code = 16
+    exit_code = 17
 
 
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
