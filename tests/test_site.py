@@ -511,3 +511,24 @@ def test_failed_checks_and_a_partial_week_show_where_a_reader_looks(site, made):
     assert rows == ["2026-W32", "2026-W31"]
     row32 = re.search(r'<li><a href="2026-W32\.html">.*?</li>', stream, re.S)
     assert row32 and "⚠ 不完整" in row32.group()
+
+
+def test_a_damaged_record_makes_every_file_anothers_and_none_outside_is_removed(
+    site, made, tmp_path, caplog
+):
+    out = tmp_path / "site"
+    shutil.copytree(site, out)
+    before = files_of(out)
+    (out / ".prhub-site").write_text("{not json")
+    build(made, out)  # what is there is what it makes: taken as its own again
+    assert "is no record prhub can read" in caplog.text
+    assert files_of(out) == before
+    outside = tmp_path / "precious.txt"
+    outside.write_text("保留\n")
+    from prhub.publish.manifest import digest
+
+    record = json.loads((out / ".prhub-site").read_text())
+    record["files"]["../precious.txt"] = digest(outside.read_bytes())
+    (out / ".prhub-site").write_text(json.dumps(record))
+    build(made, out)
+    assert outside.read_text() == "保留\n" and files_of(out) == before

@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from prhub.errors import OutputError
 from prhub.publish.output import write
@@ -57,8 +57,10 @@ def read(out: Path) -> Record:
         files, printed = data["files"], data["printed"]
         if not all(isinstance(v, str) for v in [*files.values(), *printed.values()]):
             raise ValueError("not a record")
+        # Only paths inside the site: a record edited by hand can send no removal outside it.
         return Record(
-            {str(k): v for k, v in files.items()}, {str(k): v for k, v in printed.items()}
+            {k: v for k, v in files.items() if _inside(k)},
+            {k: v for k, v in printed.items() if _inside(k)},
         )
     except FileNotFoundError:
         return Record()
@@ -67,6 +69,14 @@ def read(out: Path) -> Record:
             "%s is no record prhub can read (%s): its files count as another's", out / RECORD, exc
         )
         return Record()
+
+
+def _inside(path: object) -> bool:
+    """Whether a recorded path names a file inside the site."""
+    if not isinstance(path, str):
+        return False
+    named = PurePosixPath(path)
+    return bool(named.parts) and not named.is_absolute() and ".." not in named.parts
 
 
 def reused(out: Path, record: Record, path: str, page: str) -> bytes | None:
