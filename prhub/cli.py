@@ -345,7 +345,9 @@ def site(
     ],
     repos: Annotated[
         list[str] | None,
-        typer.Option("--repo", help=help_text("only this repository (repeatable)", "all")),
+        typer.Option(
+            "--repo", metavar="<str>", help=help_text("only this repository (repeatable)", "all")
+        ),
     ] = None,
     pdf: Annotated[
         bool | None,
@@ -366,9 +368,9 @@ def site(
         done = pipeline.build_site(settings, out, names, pdf=pdf)
     except PrhubError as exc:
         _fail(exc)
+    if done.no_pdf:  # a warning, also with --quiet: the site lacks what it usually has
+        typer.echo(f"prhub: warning: no PDFs in the site: {done.no_pdf}", err=True)
     if not options["quiet"]:
-        if done.no_pdf and done.no_pdf != "--no-pdf":
-            typer.echo(f"prhub: warning: no PDFs in the site: {done.no_pdf}", err=True)
         typer.echo(f"prhub: {done.summary()}", err=True)
 
 

@@ -57,7 +57,7 @@ class SiteResult:
     unchanged: int
     removed: int
     pdfs: int
-    no_pdf: str  # why the site has no PDF of some week, if it has none
+    no_pdf: str  # why some week has no PDF: Chromium could not print it
 
     def summary(self) -> str:
         """One line: what the site holds and what the build changed."""
@@ -128,32 +128,31 @@ def build(
         unchanged=done.unchanged,
         removed=done.removed,
         pdfs=len(printed),
-        no_pdf=printer.missing,
+        no_pdf=printer.why,
     )
 
 
 class _Printer:
     """A week's PDF: the last build's when its page is the same, else printed by Chromium;
-    without Chromium (and no --pdf), none, said once."""
+    none with --no-pdf, nor without Chromium unless --pdf asks for them (then an error)."""
 
     def __init__(self, out: Path, old: Record, want: bool | None) -> None:
         self.out, self.old, self.want = out, old, want
-        self.missing = "" if want is not False else "--no-pdf"
+        self.why = ""  # why the site lacks a PDF, when Chromium could not print one
 
     def __call__(self, path: str, page: str) -> bytes | None:
         if self.want is False:
             return None
         if (kept := manifest.reused(self.out, self.old, path, page)) is not None:
             return kept
-        if self.missing:
+        if self.why:
             return None
         try:
             return pdf.pdf(page)
         except PdfUnavailable as exc:
             if self.want:
                 raise
-            self.missing = str(exc)
-            log.warning("the site has no PDFs: %s", exc)
+            self.why = str(exc)
             return None
 
 
