@@ -347,6 +347,11 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
+def unlinked(text: str) -> str:
+    """Markdown with its PR links as the text they show: [#12](url) reads #12."""
+    return re.sub(r"\[(#\d+)\]\([^)\s]*\)", r"\1", text)
+
+
 def digest(**content: Any) -> PRDigest:
     """The fixture digest of #101, its content changed by `content`."""
     d = PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())

@@ -31,6 +31,7 @@ from tests.factories import (
     revert_report,
     shape,
     sparse_report,
+    unlinked,
 )
 
 
@@ -194,6 +195,35 @@ def test_code_shows_its_text_exactly(raw, expected):
             assert spans == [("code_inline", view.one_line(shown))], doc
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("见 #12、#3", "见 [#12](u/12)、[#3](u/3)"),
+        ("#12 开头", "[#12](u/12) 开头"),  # a link, not a heading
+        ("x#12, a/#12, &#12;, ##12 and `#12`", "x#12, a/#12, &amp;#12;, ##12 and `#12`"),
+        ("*#12*", "\\*[#12](u/12)\\*"),
+        ("#12345678901234567890", "[#12345678901234567890](u/12345678901234567890)"),
+    ],
+)
+def test_md_links_the_prs_prose_cites(raw, expected):
+    assert render.md(raw, pr_url=lambda n: f"u/{n}") == expected
+
+
+def test_prs_cited_in_markdown_link_to_the_digested_repository():
+    text = render.weekly_markdown(report())
+    hrefs = {
+        t.attrs["href"]
+        for token in MARKDOWN.parse(text)
+        for t in token.children or []
+        if t.type == "link_open"
+    }
+    assert len(hrefs) == 6 and all(
+        h.startswith("https://github.com/acme/rocket/pull/") for h in hrefs
+    )
+    # No #N is left bare, in prose or tables, for a host to autolink to another repository.
+    assert re.findall(r"(?<!\[)#\d+", text) == []
+
+
 def test_paragraphs_split_at_blank_lines_and_separators():
     text = "一\n二\r\n\r\n三\u2029四\u2028五\n \n\n"
     assert view.paragraphs(text) == ["一 二", "三", "四 五"]
@@ -302,7 +332,7 @@ def test_author_concentration_is_the_last_highlight():
     r = report()
     standout = AuthorCount(author="marta-kowal", prs=[102, 104, 106])
     facts = r.facts.model_copy(update={"authors": [standout], "top_author_share": 0.5})
-    text = render.weekly_markdown(r.model_copy(update={"facts": facts}))
+    text = unlinked(render.weekly_markdown(r.model_copy(update={"facts": facts})))
     highlights = text.split("## 本周亮点")[1].split("##")[0]
     assert highlights.strip().split("\n")[-1] == (
         "- 作者集中度较高：marta-kowal 本周贡献 3 个 PR（50%：#102、#104、#106），"
@@ -312,14 +342,14 @@ def test_author_concentration_is_the_last_highlight():
 
 
 def test_the_facts_join_the_models_risks_by_pr_never_a_second_copy():
-    text = render.weekly_markdown(report())  # the model's risks cite #106 and #103
+    text = unlinked(render.weekly_markdown(report()))  # the model's risks cite #106 and #103
     full = text.split("### 4. 风险观察")[1].split("###")[0]
     assert full.strip().split("\n") == [f"- {render.md(x)}" for x in report().narrative.risks]  # type: ignore[union-attr]
     assert "破坏性变更：#106" not in text and "改了代码但未改测试的 PR" not in text
     bare = report().model_copy(
         update={"narrative": report().narrative.model_copy(update={"risks": []})}  # type: ignore[union-attr]
     )
-    top = render.weekly_markdown(bare).split("## 风险观察")[1].split("##")[0]
+    top = unlinked(render.weekly_markdown(bare)).split("## 风险观察")[1].split("##")[0]
     assert top.strip().split("\n") == [
         "- #103 改了代码但没有改测试。",
         "- #106 可能破坏现有用法：标题标注 \\[BREAKING]，配置项改名 trainer.total_epochs → "

@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 from prhub.model import VERDICTS, PRDigest
 from prhub.publish import parts
 from prhub.publish.labels import LabelsView
-from prhub.publish.parts import CODE_SPAN, Links, Text, one_line, visible
+from prhub.publish.parts import CODE_SPAN, PR_REF, Links, Text, one_line, visible
 from prhub.publish.render import TEMPLATES, environment
 from prhub.publish.view import DigestLink, digest_view, tags_view, weekly_view
 from prhub.weekly.report import WeeklyReport
@@ -24,7 +24,7 @@ from prhub.weekly.report import WeeklyReport
 __all__ = ["digest_html", "labels_html", "weekly_html"]
 
 # A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
-_INLINE = re.compile(rf"{CODE_SPAN.pattern}|(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
+_INLINE = re.compile(rf"{CODE_SPAN.pattern}|{PR_REF.pattern}")
 _VERDICT_CLASS = dict(zip(VERDICTS, ("v-deep", "v-skim", "v-skip"), strict=True))
 
 

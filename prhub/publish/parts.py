@@ -13,6 +13,8 @@ from urllib.parse import quote, urlsplit
 
 # A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+# A PR cited in prose, #123, that is not part of a word, a path, an entity or another number.
+PR_REF = re.compile(r"(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
 # Everything str.splitlines() breaks at; a paragraph separator also ends a paragraph.
 _BREAK = r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]"
 # Invisible controls that reorder or hide text (bidi overrides and isolates, zero-width
@@ -69,12 +71,10 @@ class Verdict(Shown):
 
 @dataclass(frozen=True)
 class Refs:
-    """PRs with their URLs: cited ones read #1、#2 (— for none) and link on a page;
-    `linked` ones, a heading's PR or a table's PR column, link in Markdown too."""
+    """PRs with their URLs, read #1、#2 (— for none), each linked to its PR."""
 
     prs: tuple[tuple[int, str], ...]
     sep: str = "、"
-    linked: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,13 +210,13 @@ def _web(url: str) -> bool:
 # Texts built of parts
 
 
-def refs(urls: Links, numbers: Iterable[int], sep: str = "、", linked: bool = False) -> Refs:
-    return Refs(tuple((n, urls.pr(n)) for n in numbers), sep, linked)
+def refs(urls: Links, numbers: Iterable[int], sep: str = "、") -> Refs:
+    return Refs(tuple((n, urls.pr(n)) for n in numbers), sep)
 
 
 def pr_heading(url: str, number: int, title: str, digest: str | None = None) -> Line:
     """A PR's heading: its number, linked, and a title, linked to its digest when there is one."""
-    return Line((Refs(((number, url),), linked=True), Words(" "), titled(title, digest)))
+    return Line((Refs(((number, url),)), Words(" "), titled(title, digest)))
 
 
 def lined(*parts: Part) -> Text:

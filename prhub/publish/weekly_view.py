@@ -115,7 +115,7 @@ def _key_table(r: WeeklyReport, urls: Links, to: DigestLink) -> Table | None:
         return None
     cells = [
         (
-            refs(urls, row.numbers, "/", linked=True),
+            refs(urls, row.numbers, "/"),
             Line(
                 (*_topic(row, to).parts, *flag({n: checks[n] for n in row.numbers if n in checks}))
             ),
@@ -161,7 +161,7 @@ def data_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]
     prs = tuple(
         Row(
             (
-                refs(urls, [d.number], linked=True),
+                refs(urls, [d.number]),
                 lined(
                     titled(d.content.title, to(d.number)), *flag({d.number: d.meta.failed_checks})
                 ),
@@ -181,7 +181,7 @@ def data_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]
     ]
     if r.failed:
         # Why each failed is the operator's to know: the run's log says it.
-        failed = refs(urls, sorted(x.number for x in r.failed), linked=True)
+        failed = refs(urls, sorted(x.number for x in r.failed))
         said = Line(
             (
                 Words("这些 PR 未能生成导读，表中没有它们，可直接阅读原 PR："),
