@@ -16,7 +16,7 @@ from prhub.model import VERDICTS, PRDigest
 from prhub.publish import html, view
 from prhub.publish.footers import MARKER, failed_checks, local_time
 from prhub.publish.labels import LabelsView
-from prhub.publish.parts import Flag, Line, Link, Links, Refs, Verdict, Words, links, paragraphs
+from prhub.publish.parts import Flag, Line, Links, Verdict, Words, links, paragraphs, pr_heading
 from prhub.publish.render import TEMPLATES
 from prhub.publish.view import check_marker, period, tags_view, weekly_title, weekly_view
 from prhub.weekly.report import WeeklyReport
@@ -171,8 +171,8 @@ def _item(d: PRDigest, urls: Links, tz: str) -> Item:
     c = d.content
     marker = check_marker(d)
     flagged = (Words(" "), Flag(marker, f"未通过检查：{failed_checks(d)}")) if marker else ()
-    github = Refs(((d.number, urls.pr(d.number)),), linked=True)
-    heading = Line((github, Words(" "), Link(c.title, digest_page(d.number)), *flagged))
+    heading = pr_heading(urls.pr(d.number), d.number, c.title, digest_page(d.number))
+    heading = Line((*heading.parts, *flagged))
     advice = paragraphs(c.advice)
     return Item(
         heading=heading,
