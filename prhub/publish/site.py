@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from prhub.config import REPO_SHAPE, Settings
@@ -93,8 +93,8 @@ def gather(store: Store, names: list[str] | None, settings: Settings) -> list[Re
     return [r for r in found if r.weeks or r.digests]
 
 
-def _merged(d: PRDigest) -> tuple[str, int]:
-    return (d.merged_at.isoformat() if d.merged_at else "", d.number)
+def _merged(d: PRDigest) -> tuple[datetime, int]:
+    return (d.merged_at or d.meta.created_at, d.number)
 
 
 Printer = Callable[[str, str], bytes | None]  # a PDF's path and its page -> the PDF, or none
@@ -168,6 +168,11 @@ def site_files(
         url = _repo_url(repo)
         entries: list[feed.Entry] = []
         rows = [week_row(w.report, f"{w.stem}.html") for w in repo.weeks]
+        # The same rows as a PR's page (in pr/) lists them.
+        up = {
+            w.stem: replace(row, href=f"../{row.href}")
+            for w, row in zip(repo.weeks, rows, strict=True)
+        }
         for i, w in enumerate(repo.weeks):
             r, path = w.report, f"{at}{w.stem}"
             page = html.weekly_html(r)  # a PDF prints the report's own page
@@ -182,7 +187,7 @@ def site_files(
             index.append(search.week_entry(r, f"{path}.html"))
         for d in repo.digests:
             path = f"{at}pr/{d.number}"
-            weeks = [week_row(w.report, f"../{w.stem}.html") for w in repo.appears(d.number)]
+            weeks = [up[w.stem] for w in repo.appears(d.number)]
             files[f"{path}.html"] = deeper.digest(d, repo.name, weeks)
             files[f"{path}.json"] = render.digest_json(d)
             index.append(search.digest_entry(d, f"{path}.html", tz))
