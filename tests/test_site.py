@@ -532,3 +532,44 @@ def test_a_damaged_record_makes_every_file_anothers_and_none_outside_is_removed(
     (out / ".prhub-site").write_text(json.dumps(record))
     build(made, out)
     assert outside.read_text() == "保留\n" and files_of(out) == before
+
+
+@pytest.fixture
+def hosted(site: Path, tmp_path: Path) -> Iterator[str]:
+    """The site served over HTTP from a subpath, as GitHub Pages serves /REPO/."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    shutil.copytree(site, tmp_path / "www" / "docs")
+    handler = functools.partial(Quiet, directory=str(tmp_path / "www"))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{server.server_address[1]}/docs/"
+        server.shutdown()
+        thread.join()
+
+
+def test_from_a_subpath_of_a_web_host_a_reader_goes_from_home_to_a_week_a_pr_and_back(
+    hosted, made, page
+):
+    d = made.reports()[0].digests[0]  # of week 32, the latest
+    page.goto(hosted + "index.html")
+    page.click(f"a[href='{REPO}/index.html']")
+    page.click("a[href='2026-W32.html']")
+    assert page.url == f"{hosted}{REPO}/2026-W32.html"
+    page.click(f"a[href='pr/{d.number}.html'] >> nth=0")
+    assert page.url == f"{hosted}{REPO}/pr/{d.number}.html"
+    page.click("a.brand")
+    assert page.url == hosted + "index.html"
+    page.fill("#site-search", topic(d.number))
+    page.press("#site-search", "Enter")
+    page.wait_for_url("**/docs/search.html#q=*")
+    page.click(f"#results a[href='{REPO}/pr/{d.number}.html']")
+    assert page.url == f"{hosted}{REPO}/pr/{d.number}.html"
+    assert page.errors == []
