@@ -13,6 +13,7 @@ import pytest
 
 from prhub.model import PRDigest
 from prhub.publish import footers, render, view
+from prhub.publish.weekly_view import headline
 from prhub.tags import parse_title, tag_name
 from prhub.weekly.report import AuthorCount
 from tests.factories import (
@@ -256,9 +257,10 @@ def test_model_text_stays_in_its_place_in_a_weekly_report():
     baseline = report().model_copy(update={"narrative": uncited})
     assert shape(text) == shape(render.weekly_markdown(baseline))
     texts = inline_texts(text)
-    # the lead, a highlight, two risks, a key change, a follow-up, a trend row, three key-PR
-    # cells, a title
-    assert texts.count(INJECTED) == 12
+    # the lead, a highlight, a risk, a key change, a follow-up, a trend row, three key-PR
+    # cells, a title; the top shows the risk in short
+    assert texts.count(INJECTED) == 11
+    assert headline(INJECT) in texts and len(headline(INJECT)) < len(INJECTED)
     assert any(t.endswith(f"。{INJECTED}") for t in texts)  # the summary after the figures
 
 
@@ -351,6 +353,11 @@ def test_the_facts_join_the_models_risks_by_pr_never_a_second_copy():
     )
     top = unlinked(render.weekly_markdown(bare)).split("## 风险观察")[1].split("##")[0]
     assert top.strip().split("\n") == [
+        "- #106 可能破坏现有用法。",
+        "- #103、#106 改了代码但没有改测试。",
+    ]
+    full = unlinked(render.weekly_markdown(bare)).split("### 4. 风险观察")[1].split("###")[0]
+    assert full.strip().split("\n") == [
         "- #103 改了代码但没有改测试。",
         "- #106 可能破坏现有用法：标题标注 \\[BREAKING]，配置项改名 trainer.total_epochs → "
         "trainer.max_epochs（rocket/config/ppo.yaml）；改了代码但没有改测试。",

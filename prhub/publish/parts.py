@@ -4,6 +4,7 @@ lists, tables), sections, a report's links, and the text rules every format foll
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -169,6 +170,7 @@ class Section:
     level: int = 2
     callout: str = ""  # "highlights" or "risks": set apart at the top of a report
     empty: str = ""  # said when the section has nothing
+    anchor: str = ""  # its heading's id, for links to it: the one GitHub gives its Markdown
 
 
 # Where a report's PRs are
@@ -208,6 +210,13 @@ def _web(url: str) -> bool:
 
 
 # Texts built of parts
+
+
+def anchor(heading: str) -> str:
+    """The id GitHub gives a Markdown heading of this text (github-slugger): lower case, only
+    letters, digits, marks, `_`, `-` and spaces, each space a `-`."""
+    kept = (c for c in heading.lower() if c in "_- " or unicodedata.category(c)[0] in "LNM")
+    return "".join(kept).replace(" ", "-")
 
 
 def refs(urls: Links, numbers: Iterable[int], sep: str = "、") -> Refs:

@@ -10,11 +10,19 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from prhub.model import PRDigest
-from prhub.publish.footers import MARKER, digest_footer, failed_checks, local_time, weekly_footer
+from prhub.publish.footers import (
+    MARKER,
+    digest_footer,
+    failed_checks,
+    flag,
+    local_time,
+    weekly_footer,
+)
 from prhub.publish.parts import (
     Code,
     Items,
     Line,
+    Link,
     Links,
     Para,
     Section,
@@ -23,6 +31,7 @@ from prhub.publish.parts import (
     Text,
     Verdict,
     Words,
+    anchor,
     filled,
     joined,
     links,
@@ -35,8 +44,11 @@ from prhub.publish.weekly_view import data_sections, narrative_sections, notice
 from prhub.weekly.report import WeeklyReport, figures, lead
 
 if TYPE_CHECKING:
-    from prhub.publish.labels import LabelsView, TaggedPR
+    from prhub.publish.labels import LabelsView, TaggedPR, TagGroup
 
+# What a tag names, in the order a report groups them: a module (from the title's `[module]`),
+# a type (`fix:`, `feat:`, breaking), else a label.
+KINDS = {"module": "模块", "type": "类型", "label": "标签"}
 # Where a PR's digest is, if the output has it: a relative address, or None.
 DigestLink = Callable[[int], str | None]
 
@@ -184,33 +196,62 @@ class TagsView:
 
 def tags_view(v: LabelsView, *, digest_link: DigestLink | None = None) -> TagsView:
     """The labels view: the week's PRs by tag, each with its verdict and advice (and a link to
-    its digest, where `digest_link` gives one)."""
+    its digest, where `digest_link` gives one); all tags come grouped by module, type and
+    label after a table of contents, one tag asked for alone."""
     to = _linker(digest_link, {pr.number for g in v.groups for pr in g.prs})
     urls = links(v.repo, {pr.number: pr.url for g in v.groups for pr in g.prs})
-    groups = tuple(
+    level = 2 if v.tag is not None else 3
+    groups = [
         Section(
             Line((g.tag, Words(f"（{len(g.prs)}）"))),
-            sections=tuple(_tagged(pr, to(pr.number)) for pr in g.prs),
+            sections=tuple(_tagged(pr, to(pr.number), level + 1) for pr in g.prs),
+            level=level,
             empty="" if g.prs else "本周没有这个标签的 PR。",
+            anchor=anchor(f"{one_line(g.tag)}（{len(g.prs)}）"),
         )
         for g in v.groups
-    )
+    ]
     tags = [Line((Tag(t), Words(f"（{count}）"))) for t, count in v.available.items()]
     available = Line((Words("本周有 PR 的标签："), *joined(tags, "、"), Words("。")))
     return TagsView(
         title=f"{v.repo} · 标签视图",
         heading=Line((v.repo, Words(" · 标签视图 · "), v.title)),
-        sections=groups,
+        sections=tuple(groups) if v.tag is not None else _by_kind(v, groups),
         available=available if tags else None,
         links=urls,
     )
 
 
-def _tagged(pr: TaggedPR, digest: str | None) -> Section:
+def _by_kind(v: LabelsView, groups: list[Section]) -> tuple[Section, ...]:
+    """The tags' groups under their kind (module, type, label), after a table of contents
+    that links each tag to its group."""
+    kinds: dict[str, list[tuple[TagGroup, Section]]] = {}
+    for g, s in zip(v.groups, groups, strict=True):
+        kinds.setdefault(g.kind, []).append((g, s))
+    contents = [
+        Line((Words(f"{KINDS[kind]}："), *joined((_entry(g, s) for g, s in pairs), "、")))
+        for kind, pairs in kinds.items()
+    ]
+    return (
+        Section(Words("目录"), (Items(tuple(contents)),)),
+        *(
+            Section(Words(KINDS[k]), sections=tuple(s for _, s in pairs))
+            for k, pairs in kinds.items()
+        ),
+    )
+
+
+def _entry(g: TagGroup, s: Section) -> Line:
+    return Line((Link(g.tag, f"#{s.anchor}"), Words(f"（{len(g.prs)}）")))
+
+
+def _tagged(pr: TaggedPR, digest: str | None, level: int) -> Section:
     advice = paragraphs(pr.advice)
     verdict = Line((Verdict(pr.verdict), Words(f"（约 {pr.minutes} 分钟）。"), *advice[:1]))
+    checks = flag({pr.number: pr.failed_checks})
+    heading = pr_heading(pr.url, pr.number, pr.title, digest)
     return Section(
-        pr_heading(pr.url, pr.number, pr.title, digest),
+        Line((*heading.parts, *checks)),
         (Para(verdict), *map(Para, advice[1:])),
-        level=3,
+        level=level,
     )

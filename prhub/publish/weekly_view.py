@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from prhub.publish.footers import flag
 from prhub.publish.parts import (
+    CODE_SPAN,
     Block,
     Code,
     Items,
@@ -24,17 +26,19 @@ from prhub.publish.parts import (
     filled,
     joined,
     lined,
+    one_line,
     refs,
     titled,
 )
 from prhub.tags import tag_name
+from prhub.text import NUMBER
 from prhub.weekly.report import (
     KeyRow,
     Trend,
     WeeklyReport,
     author_highlight,
     author_line,
-    fact_risks,
+    fact_headlines,
     figures,
     key_rows,
     risks,
@@ -69,6 +73,38 @@ def _listed(numbers: list[int], most: int = 10) -> str:
 
 
 FACT_RISKS = "由数据标出的风险"
+# Where a risk's first clause ends; a head before a colon ("回滚风险：…") names the risk whole.
+_CLAUSE = re.compile(r"[，,；;。！？!?]")
+_HEAD = re.compile(r"[：:]")
+# What a cut never splits: code, a PR number, a word or path in Latin letters.
+_WHOLE = re.compile(rf"{CODE_SPAN.pattern}|[A-Za-z0-9_./#-]+")
+SHORT = 48  # characters a short risk keeps at most, before the PRs it cites
+
+
+def headline(risk: str) -> str:
+    """A risk on one short line: the head before its colon, else its first clause, cut near
+    SHORT characters; the PRs it cites follow when the short form left them out."""
+    text = one_line(risk)
+    masked = CODE_SPAN.sub(lambda m: "`" * len(m.group(0)), text)  # no boundary inside code
+    head = _HEAD.search(masked)
+    if head and 4 <= head.start() <= SHORT:
+        short = text[: head.start()]
+    else:
+        end = next((m.start() for m in _CLAUSE.finditer(masked) if m.start() >= 8), len(text))
+        short = text[:end] if end <= SHORT else _cut(text)
+    left = [n for n in dict.fromkeys(NUMBER.findall(text)) if f"#{n}" not in short]
+    cited = "（" + "、".join(f"#{n}" for n in left) + "）" if left else ""
+    return short.rstrip() + cited + ("" if short.endswith("…") and not cited else "。")
+
+
+def _cut(text: str) -> str:
+    """The text cut at SHORT characters with an ellipsis, never inside code, a number or a word."""
+    cut = SHORT
+    for m in _WHOLE.finditer(text):
+        if m.start() < cut < m.end():
+            cut = m.start() if m.start() > SHORT // 2 else m.end()
+            break
+    return text[:cut].rstrip(" 、，,") + "…"
 
 
 def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
@@ -78,8 +114,8 @@ def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Sec
         return []
     standout = [filled(lambda e: author_highlight(f, e))] if author_highlight(f) else []
     highlights: tuple[Text, ...] = (*n.highlights, *standout)
-    # The model's risks, else every PR the facts flag; the full report adds the ones it leaves.
-    flagged = () if n.risks else tuple(fact_risks(f))
+    # The model's risks, else the facts' in short; the full report adds the ones it leaves.
+    flagged = () if n.risks else tuple(fact_headlines(f))
     added = tuple(risks(n.risks, f)[len(n.risks) :])
     full_risks = Items(tuple(n.risks), long=added, label=FACT_RISKS)
     full: list[tuple[str, Block | None]] = [
@@ -95,7 +131,7 @@ def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Sec
     if highlights:
         sections.append(Section(Words("本周亮点"), (Items(highlights),), callout="highlights"))
     if n.risks or flagged:
-        top = Items(tuple(n.risks), long=flagged, label=FACT_RISKS)
+        top = Items(tuple(map(headline, n.risks)), long=flagged, label=FACT_RISKS)
         sections.append(Section(Words("风险观察"), (top,), callout="risks"))
     numbered = [Section(Words(f"{i}. {t}"), (b,), level=3) for i, (t, b) in enumerate(shown, 1)]
     return [*sections, Section(Words("完整周报"), sections=tuple(numbered))]
