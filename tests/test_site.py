@@ -10,7 +10,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -572,4 +572,66 @@ def test_from_a_subpath_of_a_web_host_a_reader_goes_from_home_to_a_week_a_pr_and
     page.wait_for_url("**/docs/search.html#q=*")
     page.click(f"#results a[href='{REPO}/pr/{d.number}.html']")
     assert page.url == f"{hosted}{REPO}/pr/{d.number}.html"
+    assert page.errors == []
+
+
+# Stores of other shapes: digests alone, an empty week, text that tries to be markup
+
+HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(1)> 采样 & `x<y>`"
+
+
+def odd_store(path: Path) -> None:
+    """acme/rocket with its week 31 and a week without PRs; other/tool with one digest alone,
+    whose title and tag try to be markup."""
+    from prhub.store.store import Store
+    from tests.factories import digest, report
+
+    week = report()
+    f = week.facts
+    empty = week.model_copy(
+        update={
+            "facts": f.model_copy(
+                update={
+                    "week": 32,
+                    "start": f.start + timedelta(days=7),
+                    "end": f.end + timedelta(days=7),
+                    "prs": [],
+                    "pr_count": 0,
+                    "tags": {},
+                    "key_prs": [],
+                }
+            ),
+            "narrative": None,
+            "digests": [],
+        }
+    )
+    alone = digest(title=HOSTILE, advice=HOSTILE).model_copy(
+        update={"repo": "other/tool", "url": "https://github.com/other/tool/pull/5", "number": 5}
+    )
+    alone = alone.model_copy(update={"labels": [HOSTILE]})
+    s = Store(path)
+    try:
+        for r in (week, empty):
+            s.save_report(r)
+        for d in week.digests:
+            s.save_digest(d)
+        s.save_digest(alone)
+    finally:
+        s.close()
+
+
+def test_digests_alone_and_an_empty_week_make_a_whole_site(tmp_path, page):
+    odd_store(tmp_path / "odd.db")
+    out = tmp_path / "site"
+    env = cli_env("http://127.0.0.1:9", "http://127.0.0.1:9/v1", tmp_path / "odd.db")
+    result = prhub(env, "site", str(out), "--no-pdf")
+    assert_ok(result)
+    assert "2 repositories, 2 weeks, 7 digests" in result.stderr
+    assert {p: bad for p, bad in crawl(out).items() if bad} == {}
+    assert (out / "other" / "tool" / "pr" / "5.html").is_file()
+    assert "本周没有合入任何 PR。" in (out / "acme" / "rocket" / "2026-W32.html").read_text()
+    for path in ("other/tool/index.html", "other/tool/tags.html", "search.html"):
+        open_page(page, out, path, "#q=onerror" if path == "search.html" else "")
+        assert page.query_selector("img") is None
+    assert page.eval_on_selector_all("#results a", "as => as.map(a => a.textContent)") == [HOSTILE]
     assert page.errors == []
