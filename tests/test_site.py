@@ -159,16 +159,22 @@ class Links(HTMLParser):
 
 def crawl(site: Path) -> dict[Path, list[str]]:
     """Every page reachable from the home page, with the internal links it has that resolve
-    to nothing."""
+    to nothing: no file, or no element of the anchor's id (a script's #q=… state aside)."""
     seen: dict[Path, list[str]] = {}
+    parsed: dict[Path, Links] = {}
+
+    def links_of(page: Path) -> Links:
+        if page not in parsed:
+            parsed[page] = Links(page.read_text(encoding="utf-8"))
+        return parsed[page]
+
     todo = [site / "index.html"]
     while todo:
         page = todo.pop()
         if page in seen:
             continue
-        links = Links(page.read_text(encoding="utf-8"))
         seen[page] = []
-        for href in links.hrefs:
+        for href in links_of(page).hrefs:
             parts = urlsplit(href)
             if parts.scheme in ("http", "https"):
                 continue
@@ -177,6 +183,9 @@ def crawl(site: Path) -> dict[Path, list[str]]:
             if site.resolve() not in [target, *target.parents] or not target.is_file():
                 seen[page].append(href)
             elif target.suffix == ".html":
+                anchor = unquote(parts.fragment)
+                if anchor and "=" not in anchor and anchor not in links_of(target).ids:
+                    seen[page].append(href)
                 todo.append(target)
     return seen
 
