@@ -213,10 +213,10 @@ class Store:
     def reports(self, repo: str) -> list[WeeklyReport]:
         """The repository's stored reports, the latest window first."""
         with self._tx() as db:
-            rows = db.execute(
-                'SELECT data FROM reports WHERE repo = ? ORDER BY start DESC, "end" DESC', (repo,)
-            ).fetchall()
-        return [r for r in (_load(WeeklyReport, row[0]) for row in rows) if r is not None]
+            rows = db.execute("SELECT data FROM reports WHERE repo = ?", (repo,)).fetchall()
+        found = [r for r in (_load(WeeklyReport, row[0]) for row in rows) if r is not None]
+        # As times, not as the text stored: windows of two timezones have other offsets.
+        return sorted(found, key=lambda r: (r.facts.start, r.facts.end, r.facts.tz), reverse=True)
 
     def digests(self, repo: str) -> list[PRDigest]:
         """The repository's latest digest of each PR (the one made last), by PR number."""
