@@ -418,14 +418,14 @@ def test_a_folder_of_other_files_keeps_them_and_one_in_the_way_stops_the_build(m
 def test_an_empty_or_missing_store_is_one_line_and_its_own_exit_code(made, tmp_path):
     missing = tmp_path / "none.db"
     out = tmp_path / "site"
-    assert_fails(made.run("site", str(out), PRHUB_STORE=str(missing)), 17, "no store at")
+    assert_fails(made.run("site", str(out), PRHUB_STORE=str(missing)), 18, "no store at")
     assert not missing.exists() and not out.exists()
     from prhub.store.store import Store
 
     Store(tmp_path / "empty.db").close()
     result = made.run("site", str(out), PRHUB_STORE=str(tmp_path / "empty.db"))
-    assert_fails(result, 17, "holds no weekly report or digest to publish")
-    assert_fails(made.run("site", str(out), "--repo", "acme/rocket"), 17, "for acme/rocket")
+    assert_fails(result, 18, "holds no weekly report or digest to publish")
+    assert_fails(made.run("site", str(out), "--repo", "acme/rocket"), 18, "for acme/rocket")
     assert not out.exists()
 
 
