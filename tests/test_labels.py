@@ -111,7 +111,7 @@ def test_labels_html_is_a_page_with_the_groups():
     assert page.startswith("<!doctype html>")
     assert (
         '<h2 id="nope0">nope（0）</h2>' in page
-        and "本周有 PR 的标签：<code>bugfix</code>（2）" in page
+        and '本周有 PR 的标签：<code class="tag">bugfix</code>（2）' in page
     )
     page = html.labels_html(view(report(), "rollout"))
     assert '<a href="https://github.com/acme/rocket/pull/103">#103</a>' in page

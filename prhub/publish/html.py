@@ -103,7 +103,9 @@ def html_text(x: Text, links: Links) -> Markup:
             return inline(x, links.pr)
         case parts.Words():
             return _marked(x.text, links.pr)
-        case parts.Code() | parts.Tag():
+        case parts.TagCode() | parts.Tag():
+            return Markup('<code class="tag">%s</code>') % _joints(one_line(x.text))
+        case parts.Code():
             return Markup("<code>%s</code>") % one_line(x.text)
         case parts.Strong():
             return Markup("<strong>%s</strong>") % x.text
@@ -119,6 +121,15 @@ def html_text(x: Text, links: Links) -> Markup:
             return Markup(x.sep).join(_link(n, url) for n, url in x.prs) or Markup("—")
         case parts.Line():
             return Markup("").join(html_text(p, links) for p in x.parts)
+
+
+# Where a tag may break: after a mark between its words (transfer_queue, area/rollout).
+_JOINT = re.compile(r"(?<=[^\w\s]|_)(?=\S)")
+
+
+def _joints(tag: str) -> Markup:
+    """A tag that breaks only after the marks between its words, never inside a word."""
+    return Markup("<wbr>").join(escape(piece) for piece in _JOINT.split(tag))
 
 
 def _quoted(tags: Iterable[str]) -> str:

@@ -58,8 +58,12 @@ class Code(Shown):
     """Data shown exactly, as code: a tag, a path."""
 
 
+class TagCode(Code):
+    """A PR's tag, shown as code: a page never breaks it inside a word."""
+
+
 class Tag(Shown):
-    """A tag named in a sentence: code on a page, plain text in Markdown."""
+    """A tag named in a sentence: code on a page, plain text in Markdown; never broken inside."""
 
 
 class Strong(Shown):

@@ -19,7 +19,6 @@ from prhub.publish.footers import (
     weekly_footer,
 )
 from prhub.publish.parts import (
-    Code,
     Items,
     Line,
     Link,
@@ -28,6 +27,7 @@ from prhub.publish.parts import (
     Section,
     Strong,
     Tag,
+    TagCode,
     Text,
     Verdict,
     Words,
@@ -109,7 +109,7 @@ def digest_view(d: PRDigest, tz: str = "Asia/Shanghai") -> DigestView:
         ("评审讨论", c.discussion, False),
         ("后续跟进", c.follow_ups, False),
     )
-    tags = joined(map(Code, d.tags), " ") or (Words("无"),)
+    tags = joined(map(TagCode, d.tags), " ") or (Words("无"),)
     related = (Words(" · 相关："), refs(urls, c.related_prs, " ")) if c.related_prs else ()
     merged = f"合并于 {local_time(d.merged_at, tz)}" if d.merged_at else "未合并"
     score = (Words(f"（约 {c.minutes} 分钟）· 重要性 "), Strong(f"{c.importance:.1f}"))

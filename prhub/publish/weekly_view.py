@@ -19,6 +19,7 @@ from prhub.publish.parts import (
     Row,
     Section,
     Table,
+    TagCode,
     TagFilter,
     Text,
     Verdict,
@@ -201,7 +202,7 @@ def data_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]
                 lined(
                     titled(d.content.title, to(d.number)), *flag({d.number: d.meta.failed_checks})
                 ),
-                Line(joined(map(Code, d.tags), " ")),
+                Line(joined(map(TagCode, d.tags), " ")),
                 Verdict(d.content.verdict),
                 Words(f"{d.content.importance:.1f}"),
             ),
