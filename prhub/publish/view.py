@@ -233,6 +233,10 @@ class WeeklyView:
     sections: tuple[Section, ...]
     footer: str
     links: Links
+    discussion: str = ""  # the week's discussion page (参与讨论), "" when none
+
+
+_PAGE = re.compile(r"https?://[^\s()<>\"'`]+")
 
 
 def weekly_view(r: WeeklyReport) -> WeeklyView:
@@ -258,6 +262,8 @@ def weekly_view(r: WeeklyReport) -> WeeklyView:
         sections=() if empty else (*_narrative(r, urls), *_data(r, urls)),
         footer="" if empty else weekly_footer(r),
         links=urls,
+        # From the store or an imported file: a plain web page only, never a javascript: link.
+        discussion=url if _PAGE.fullmatch(url := r.meta.discussion_url or "") else "",
     )
 
 
