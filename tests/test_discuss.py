@@ -169,6 +169,27 @@ def test_a_store_imported_from_a_site_updates_the_discussion_it_names(env, githu
     assert "is up to date" in third.stderr and len(mutations(github)) == 2
 
 
+def test_the_discussion_can_go_to_another_repository(env, github, store):
+    result = prhub(env, *WEEK, "--discuss", "General", "--discuss-repo", "ACME/booster")
+    assert result.exit_code == 0, result.stderr
+    [made] = github.posts.discussions
+    assert made["repo"] == "acme/booster"
+    # Its PR links name the digested repository: GitHub would link a bare #101 to booster's.
+    assert "[#101](https://github.com/acme/rocket/pull/101)" in made["body"]
+    with sqlite3.connect(store) as db:
+        [(repo, target)] = db.execute("SELECT repo, target FROM posts").fetchall()
+    assert (repo, target) == ("acme/rocket", "acme/booster")
+
+
+def test_a_repository_that_is_not_there_is_a_failed_post(env, github):
+    result = prhub(env, *WEEK, "--discuss", "General", "--discuss-repo", "acme/nowhere")
+    assert result.exit_code == 16, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "prhub: error: repository acme/nowhere not found while looking up acme/nowhere (or the "
+        "token cannot see it): check --discuss-repo"
+    )
+
+
 def test_an_empty_week_posts_nothing(env, github):
     result = prhub(env, "weekly", "--week", "20", "--year", "2026", "--discuss", "General")
     assert result.exit_code == 0, result.stderr

@@ -18,7 +18,6 @@ from prhub.config import Settings
 from prhub.errors import ConfigError, PostError, PrhubError
 from prhub.store.store import Post, post_hash
 
-log = logging.getLogger("prhub")
 T = TypeVar("T")
 
 PLACE = """
@@ -86,22 +85,18 @@ class Place(NamedTuple):
     repo: str
     node: str
     enabled: bool
-    categories: dict[str, str]  # name -> node id
+    categories: list[dict[str, str]]  # each with its id, name and slug
 
     def category(self, wanted: str) -> str:
         """The id of the category named `wanted` (by name or slug, in any case)."""
-        for name, node in self.categories.items():
-            if wanted.casefold() in (name.casefold(), _slug(name)):
-                return node
-        have = ", ".join(self.categories) or "none"
+        for category in self.categories:
+            if wanted.casefold() in (category["name"].casefold(), category["slug"].casefold()):
+                return category["id"]
+        have = ", ".join(c["name"] for c in self.categories) or "none"
         raise ConfigError(
             f"{self.repo} has no discussion category {wanted!r} (it has: {have}): pass one of "
             "them to --discuss, or add it in the repository's Discussions"
         )
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^\w]+", "-", name.casefold()).strip("-")
 
 
 class GitHubPosts:
@@ -116,8 +111,7 @@ class GitHubPosts:
         owner, name = repo.split("/")
         data = self._graphql(PLACE, {"owner": owner, "name": name}, f"looking up {repo}")
         found = self._shaped(REPOSITORY, data.get("repository"), repo)
-        nodes = found["discussionCategories"]["nodes"]
-        categories = {c["name"]: c["id"] for c in nodes}
+        categories = found["discussionCategories"]["nodes"]
         return Place(repo, found["id"], found["hasDiscussionsEnabled"], categories)
 
     def discussion(self, repo: str, number: int) -> str | None:
@@ -293,7 +287,7 @@ def known(url: str, repo: str) -> Post | None:
     if not found or found[1].lower() != repo.lower():
         return None
     kind = "discussion" if found[2] == "discussions" else "issue"
-    return Post(kind, repo, url, "" if kind == "discussion" else found[3], "")
+    return Post(kind, repo.lower(), url, "" if kind == "discussion" else found[3], "")
 
 
 def publish(
@@ -302,6 +296,7 @@ def publish(
     """The week's discussion in `repo` as it is now: posted, or updated when `post` (its title
     and body) changed since `was`; and a line saying what was done."""
     title, body = post
+    key = repo.lower()  # the post's target, in whatever case the repository was named
     digest = post_hash(title, body, category)
     if was is not None and was.hash == digest:
         return was, f"the week's {was.kind} is up to date: {was.url}"
@@ -315,10 +310,10 @@ def publish(
         url = node and github.update(repo, node, chosen, title, body)
         was = was._replace(node=node or "")
     if was is not None and url:  # updated in place
-        return Post(was.kind, repo, url, was.node, digest), f"updated the week's {was.kind} {url}"
+        return Post(was.kind, key, url, was.node, digest), f"updated the week's {was.kind} {url}"
     if not place.enabled:
         number, url = github.create_issue(repo, title, body)
         line = f"{repo} has Discussions off: posted the week as issue {url}"
-        return Post("issue", repo, url, number, digest), line
+        return Post("issue", key, url, number, digest), line
     node, url = github.create(place, place.category(category), title, body)
-    return Post("discussion", repo, url, node, digest), f"posted the week's discussion {url}"
+    return Post("discussion", key, url, node, digest), f"posted the week's discussion {url}"

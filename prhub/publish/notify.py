@@ -17,8 +17,6 @@ from prhub.errors import ConfigError, PostError
 from prhub.publish.brief import Brief, linked, markdown, pieces
 from prhub.store.store import Post, post_hash
 
-log = logging.getLogger("prhub")
-
 # Each webhook host's format; another host (a proxy, a self-hosted Lark) names it with
 # --notify-format.
 HOSTS = {
@@ -30,8 +28,8 @@ HOSTS = {
 }
 NAMES = {"feishu": "Feishu", "dingtalk": "DingTalk", "wecom": "WeCom", "slack": "Slack"}
 MAX_ANSWER = 64 * 2**10  # a webhook answers a line of JSON or "ok"
-# What each takes at most: WeCom's markdown 4,096 bytes, Slack's section 3,000 characters
-# (3 bytes each, as Chinese text is), DingTalk's and Feishu's messages 20 kB.
+# What each takes at most, kept under: WeCom's markdown 4,096 bytes, Slack's section 3,000
+# characters, DingTalk's and Feishu's messages about 20 kB.
 LIMITS = {"feishu": 18_000, "dingtalk": 18_000, "wecom": 4_096, "slack": 2_900}
 # Codes of "too many messages": nothing was posted, so another attempt may be made.
 BUSY = {"feishu": {11232}, "dingtalk": {130101}, "wecom": {45009}}
@@ -91,8 +89,8 @@ def _feishu(b: Brief) -> dict[str, Any]:
     for heading, items in (("本周亮点", b.highlights), ("风险观察", b.risks)):
         if items:
             lines += [line(heading), *(line(i, "• ") for i in items)]
-    shown = [("阅读完整周报", b.report), ("参与讨论", b.discussion)]
-    if see := [_feishu_link(label, url) for label, url in shown if url]:
+    pages = [("阅读完整周报", b.report), ("参与讨论", b.discussion)]
+    if see := [_feishu_link(label, url) for label, url in pages if url]:
         lines.append(see)
     lines.append(line(b.figures))
     return {"title": b.title, "content": lines}
@@ -114,8 +112,8 @@ def _slack(b: Brief) -> dict[str, Any]:
         for heading, items in (("本周亮点", highlights), ("风险观察", risks)):
             if items:
                 parts.append(f"*{heading}*\n" + "\n".join(f"• {text(i)}" for i in items))
-        shown = [("阅读完整周报", b.report), ("参与讨论", b.discussion)]
-        if see := " · ".join(f"<{url}|{label}>" for label, url in shown if url):
+        pages = [("阅读完整周报", b.report), ("参与讨论", b.discussion)]
+        if see := " · ".join(f"<{url}|{label}>" for label, url in pages if url):
             parts.append(see)
         body = "\n\n".join(parts)
         if len(body) <= LIMITS["slack"] or not (highlights or risks):
@@ -138,7 +136,7 @@ def _slack_escape(text: str) -> str:
 
 
 class _Refused(PostError):
-    """The webhook did not take the message; `busy` when it asked to be tried later."""
+    """The webhook did not take the message; `wait` is set when it may be tried again."""
 
     def __init__(self, message: str, wait: float | None = None) -> None:
         super().__init__(message)
@@ -147,8 +145,9 @@ class _Refused(PostError):
 
 def send(url: str, payload: dict[str, Any], fmt: str, settings: Settings) -> None:
     """Posts `payload` to the webhook; a refusal or failure is one PostError naming its host."""
-    logmask.hide(url)  # any library's log line that holds it shows *** instead
-    logmask.hide(url[len(f"{urlsplit(url).scheme}://{urlsplit(url).netloc}") :])
+    parts = urlsplit(url)
+    # Its path and query are the credential: any library's log line shows *** instead.
+    logmask.hide(url.split(parts.netloc, 1)[1])
     what = f"the {NAMES[fmt]} webhook {shown(url)}"
     with httpx2.Client(timeout=settings.timeout, follow_redirects=False) as client:
         try:
@@ -241,7 +240,5 @@ def once(url: str, settings: Settings, b: Brief, sent: Post | None) -> tuple[Pos
         return None, f"the week was sent to the {NAMES[fmt]} webhook before: not sent again"
     payload = message(fmt, b)
     send(url, payload, fmt, settings)
-    digest = post_hash(json.dumps(payload, ensure_ascii=False, sort_keys=True))
-    return Post(
-        f"webhook:{fmt}", target(url), "", "", digest
-    ), f"sent the week to the {NAMES[fmt]} webhook"
+    made = Post(f"webhook:{fmt}", target(url), "", "", post_hash(json.dumps(payload)))
+    return made, f"sent the week to the {NAMES[fmt]} webhook"

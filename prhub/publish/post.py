@@ -38,7 +38,7 @@ def post_week(
     if settings.discuss and client is not None:
         target = settings.discuss_repo or f.repo
         b = brief_of(report, settings)
-        was = store.post(f.repo, f.start, f.end, target) or discuss.known(url, target)
+        was = store.post(f.repo, f.start, f.end, target.lower()) or discuss.known(url, target)
         try:
             made, line = discuss.publish(
                 discuss.GitHubPosts(client, settings),

@@ -45,7 +45,7 @@ class Post(NamedTuple):
     """What was posted of a week to one target: a discussion, an issue or a chat message."""
 
     kind: str  # "discussion", "issue", or "webhook:" and its format
-    target: str  # the repository posted to, or "webhook:" and a fingerprint of its URL
+    target: str  # the repository posted to (lower case), or "webhook:" and its URL's fingerprint
     url: str  # the discussion's or issue's page; "" for a chat message
     node: str  # what an update addresses: a discussion's node id, an issue's number
     hash: str  # of what was posted
