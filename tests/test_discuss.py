@@ -218,3 +218,21 @@ def test_the_store_keeps_what_was_posted_where(env, github, store):
         made["id"],
     )
     assert len(digest) == 16
+
+
+@pytest.mark.parametrize(
+    ("rest", "graphql"),
+    [
+        ("https://api.github.com", "https://api.github.com/graphql"),
+        ("https://ghe.example.com/api/v3", "https://ghe.example.com/api/graphql"),
+    ],
+)
+def test_discussions_are_asked_where_github_serves_graphql(rest, graphql):
+    from prhub.config import Settings
+    from prhub.github.source import connect
+
+    client = connect(Settings(github_url=rest))
+    try:
+        assert client.requester.graphql_url == graphql
+    finally:
+        client.close()
