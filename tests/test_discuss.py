@@ -236,3 +236,16 @@ def test_discussions_are_asked_where_github_serves_graphql(rest, graphql):
         assert client.requester.graphql_url == graphql
     finally:
         client.close()
+
+
+def test_without_a_token_the_post_says_to_set_one(env, github):
+    github.token = None  # the stand-in serves anyone its REST API
+    github.script(
+        r"^/graphql$", [(401, {}, {"message": "This endpoint requires you to be authenticated."})]
+    )
+    result = prhub({**env, "GITHUB_TOKEN": None}, *WEEK, "--discuss", "General")
+    assert result.exit_code == 16, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "prhub: error: GitHub wants a token with write access for looking up acme/rocket, and "
+        "none is set: export GITHUB_TOKEN (or GH_TOKEN)"
+    )

@@ -15,7 +15,7 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 
 from prhub import retry, transport
 from prhub.config import Settings
-from prhub.errors import ConfigError, PostError, PrhubError
+from prhub.errors import ConfigError, PostError, PrhubError, set_secret
 from prhub.store.store import Post, post_hash
 
 T = TypeVar("T")
@@ -211,6 +211,11 @@ class GitHubPosts:
         except GithubException as exc:
             if gone and exc.status in (404, 410):
                 raise _Gone(_message(exc)) from None
+            if exc.status == 401 and self.settings.github_token is None:
+                raise PostError(
+                    f"GitHub wants a token with write access for {what}, and none is set: "
+                    f"{set_secret('GITHUB_TOKEN')} (or GH_TOKEN)"
+                ) from None
             raise _translate(exc, what, repo) from None
         except requests.exceptions.RequestException as exc:
             raise PostError(
