@@ -124,22 +124,25 @@ def test_the_message_links_the_report_and_the_discussion(env, github):
     assert f"<{made['url']}|参与讨论>" in text
 
 
-def test_the_webhook_url_is_never_shown(env, hook, tmp_path, store):
+@pytest.mark.slow
+@pytest.mark.parametrize("service", ["slack", "wecom"])  # a credential in the path, the query
+def test_the_webhook_url_is_never_shown(env, service, tmp_path, store):
     """A real `prhub weekly --verbose`, whose log names each request: the URL shows nowhere."""
     import subprocess
     import sys
 
     from tests.factories import process_env
 
-    run = {**env, "PRHUB_NOTIFY": hook.hook, "PRHUB_NOTIFY_FORMAT": hook.service}
-    done = subprocess.run(
-        [sys.executable, "-m", "prhub", *WEEK, "--verbose"],
-        env=process_env(run),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    with WebhookStandIn(service) as hook:
+        run = {**env, "PRHUB_NOTIFY": hook.hook, "PRHUB_NOTIFY_FORMAT": service}
+        done = subprocess.run(
+            [sys.executable, "-m", "prhub", *WEEK, "--verbose"],
+            env=process_env(run),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     assert len(hook.messages) == 1
     # The client's own line about the request is there, the URL's credential masked.
