@@ -90,10 +90,21 @@ class PdfUnavailable(PrhubError):
     exit_code = 15
 
 
+class ReposFailed(PrhubError):
+    """Repositories of a --all run failed for different reasons; the others are complete."""
+
+    exit_code = 17
+
+    def __init__(self, message: str, exit_code: int = 17) -> None:
+        # Repositories that all failed alike exit as that failure does.
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 class PostError(PrhubError):
     """The week's discussion or chat message could not be posted; the report was written."""
 
-    exit_code = 16
+    exit_code = 19
 
 
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:

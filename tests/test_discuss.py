@@ -136,7 +136,7 @@ def test_a_refused_post_is_its_own_exit_code_and_a_rerun_posts_it(env, github, t
     }
     github.script(r"^/graphql$", [None, (200, {}, forbidden)])
     result = prhub(env, *WEEK, "--discuss", "General")
-    assert result.exit_code == 16, result.stderr
+    assert result.exit_code == 19, result.stderr
     last = result.stderr.splitlines()[-1]
     refused = "prhub: error: GitHub refused posting the week's discussion in acme/rocket"
     assert last.startswith(refused)
@@ -151,7 +151,7 @@ def test_a_refused_post_is_its_own_exit_code_and_a_rerun_posts_it(env, github, t
 def test_a_create_whose_answer_is_lost_is_not_sent_again(env, github):
     github.script(r"^/graphql$", [None, (502, {}, {"message": "Server Error"})])
     result = prhub(env, *WEEK, "--discuss", "General")
-    assert result.exit_code == 16, result.stderr
+    assert result.exit_code == 19, result.stderr
     assert "GitHub answered 502 while posting" in result.stderr.splitlines()[-1]
     assert mutations(github) == ["createDiscussion"]  # once: a second might make a second
 
@@ -183,7 +183,7 @@ def test_the_discussion_can_go_to_another_repository(env, github, store):
 
 def test_a_repository_that_is_not_there_is_a_failed_post(env, github):
     result = prhub(env, *WEEK, "--discuss", "General", "--discuss-repo", "acme/nowhere")
-    assert result.exit_code == 16, result.stderr
+    assert result.exit_code == 19, result.stderr
     assert result.stderr.splitlines()[-1] == (
         "prhub: error: repository acme/nowhere not found while looking up acme/nowhere (or the "
         "token cannot see it): check --discuss-repo"
@@ -244,7 +244,7 @@ def test_without_a_token_the_post_says_to_set_one(env, github):
         r"^/graphql$", [(401, {}, {"message": "This endpoint requires you to be authenticated."})]
     )
     result = prhub({**env, "GITHUB_TOKEN": None}, *WEEK, "--discuss", "General")
-    assert result.exit_code == 16, result.stderr
+    assert result.exit_code == 19, result.stderr
     assert result.stderr.splitlines()[-1] == (
         "prhub: error: GitHub wants a token with write access for looking up acme/rocket, and "
         "none is set: export GITHUB_TOKEN (or GH_TOKEN)"

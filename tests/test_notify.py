@@ -162,7 +162,7 @@ def test_a_refusal_is_one_line_and_its_own_exit_code_and_a_rerun_sends(env, tmp_
     with WebhookStandIn("dingtalk") as hook:
         wrong = {**env, "PRHUB_NOTIFY": hook.hook.replace(SECRET, "expired0000token")}
         result = prhub({**wrong, "PRHUB_NOTIFY_FORMAT": "dingtalk"}, *WEEK)
-        assert result.exit_code == 16, result.stderr
+        assert result.exit_code == 19, result.stderr
         last = result.stderr.splitlines()[-1]
         assert last == (
             f"prhub: error: the DingTalk webhook {hook.url.split(':')[0]}://127.0.0.1/… refused "
@@ -181,7 +181,7 @@ def test_a_busy_webhook_is_tried_again_and_a_lost_answer_is_not(env):
     with WebhookStandIn("feishu") as hook:
         hook.script(["reset"])
         result = notified(env, hook)
-    assert result.exit_code == 16, result.stderr
+    assert result.exit_code == 19, result.stderr
     assert "gave no answer" in result.stderr.splitlines()[-1]
     assert len(hook.requests) == 1  # it may have been posted: not sent a second time
 
@@ -190,7 +190,7 @@ def test_an_unreachable_webhook_fails_after_its_attempts(env):
     with WebhookStandIn("wecom") as hook:
         url = hook.hook
     result = prhub({**env, "PRHUB_NOTIFY": url, "PRHUB_NOTIFY_FORMAT": "wecom"}, *WEEK)
-    assert result.exit_code == 16, result.stderr
+    assert result.exit_code == 19, result.stderr
     assert "cannot reach the WeCom webhook http://127.0.0.1/…" in result.stderr.splitlines()[-1]
 
 

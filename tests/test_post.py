@@ -34,7 +34,7 @@ def test_a_failed_discussion_still_lets_the_chat_message_go(env, github):
     github.script(r"^/graphql$", [None, (200, {}, FORBIDDEN)])
     with WebhookStandIn("wecom") as hook:
         result = both(env, hook)
-        assert result.exit_code == 16, result.stderr
+        assert result.exit_code == 19, result.stderr
         [message] = hook.messages
         assert "参与讨论" not in message["markdown"]["content"]  # no discussion to link
         lines = result.stderr.splitlines()
@@ -50,7 +50,7 @@ def test_each_failed_post_has_its_line_and_the_last_its_exit_code(env, github):
     with WebhookStandIn("slack") as hook:
         hook.script([(404, {}, b"no_service")])
         result = both(env, hook)
-    assert result.exit_code == 16, result.stderr
+    assert result.exit_code == 19, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("prhub: error:")]
     assert len(errors) == 2
     assert "GitHub refused posting" in errors[0]
@@ -83,3 +83,35 @@ def test_a_quiet_run_prints_only_the_reports_path(env, github, tmp_path):
     assert result.stderr == "" and result.stdout.strip().endswith("2026-W31.md")
     report = tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md"
     assert github.posts.discussions[0]["url"] in report.read_text()
+
+
+def test_all_posts_each_repository_as_its_section_asks(env, github, tmp_path):
+    github.mirrors["acme/copy"] = "acme/rocket"
+    (tmp_path / "prhub.toml").write_text(
+        '[repos."acme/rocket"]\n[repos."acme/copy"]\ndiscuss = "General"\n',
+        encoding="utf-8",
+    )
+    run = {**env, "PRHUB_REPO": None}
+    result = prhub(run, "weekly", "--all", "--week", "31", "--year", "2026")
+    assert result.exit_code == 0, result.stderr
+    [made] = github.posts.discussions
+    assert made["repo"] == "acme/copy" and made["url"].startswith(
+        "https://github.com/acme/copy/discussions/"
+    )
+    copy = (tmp_path / "reports" / "acme" / "copy" / "2026-W31.md").read_text()
+    assert f"[参与讨论]({made['url']})" in copy
+    assert "参与讨论" not in (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md").read_text()
+    again = prhub(run, "weekly", "--all", "--week", "31", "--year", "2026")
+    assert again.exit_code == 0, again.stderr
+    assert len(github.posts.discussions) == 1 and "is up to date" in again.stderr
+
+
+def test_all_counts_a_failed_post_as_its_repositorys_failure(env, github, tmp_path):
+    (tmp_path / "prhub.toml").write_text('repos = ["acme/rocket"]\n', encoding="utf-8")
+    github.script(r"^/graphql$", [None, (200, {}, FORBIDDEN)])
+    run = {**env, "PRHUB_REPO": None}
+    result = prhub(run, "weekly", "--all", "--week", "31", "--year", "2026", "--discuss", "General")
+    assert result.exit_code == 19, result.stderr
+    assert (
+        "prhub: error: acme/rocket: GitHub refused posting the week's discussion" in result.stderr
+    )

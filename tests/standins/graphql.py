@@ -145,8 +145,7 @@ class Posts:
 
     def _number(self, full: str) -> int:
         """The next number of the repository: its issues, PRs and discussions share them."""
-        owner, name = full.split("/")
-        pulls = self.standin.data_dir / owner / name / "pulls"
+        pulls = self.standin._dir(*full.split("/")) / "pulls"
         taken = [int(p.stem) for p in pulls.glob("*.json") if p.stem.isdigit()]
         taken += [x["number"] for x in (*self.discussions, *self.issues) if x["repo"] == full]
         return max(taken, default=0) + 1
@@ -194,10 +193,10 @@ class Posts:
         }
 
     def _repo_of(self, node: str) -> str:
-        for owner in self.standin.data_dir.iterdir():
-            for repo in owner.iterdir() if owner.is_dir() else []:
-                if _node("R", f"{owner.name}/{repo.name}") == node:
-                    return f"{owner.name}/{repo.name}"
+        folders = [f"{d.parent.name}/{d.name}" for d in self.standin.data_dir.glob("*/*")]
+        for full in [*self.standin.mirrors, *folders]:
+            if _node("R", full) == node:
+                return full
         raise _not_found(f"Could not resolve to a node with the global id of '{node}'")
 
     def _category(self, full: str, node: str) -> dict[str, Any]:
