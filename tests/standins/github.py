@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from tests.standins.graphql import Posts
 from tests.standins.server import Answer, StandIn
 
 __all__ = ["Answer", "GitHubStandIn", "StandIn", "pr_of"]
@@ -104,6 +105,7 @@ class GitHubStandIn(StandIn):
         self.down: set[str] = set()  # repositories GitHub fails for, in any case
         # resource -> [limit, window seconds, used, reset epoch], as GitHub counts per hour/minute
         self._limits = {"core": [5000, 3600, 0, 0], "search": [30, 60, 0, 0]}
+        self.posts = Posts(self)  # discussions (GraphQL) and issues prhub posts
 
     def script(self, path_regex: str, responses: list[Any]) -> None:
         """Answer the next requests whose path matches with `responses`, in order.
@@ -199,6 +201,8 @@ class GitHubStandIn(StandIn):
                 return 401, {}, body
         if self._is_down(request):
             return 502, {}, {"message": "Server Error", "status": "502"}
+        if (posted := self.posts.answer(request)) is not None:
+            return posted
         if request["method"] != "GET":
             return _not_found()
         path, query = request["path"], request["query"]
