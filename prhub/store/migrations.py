@@ -95,4 +95,10 @@ MIGRATIONS = [
         created_at TEXT NOT NULL
     );
     """,
+    # A fetched pull's ETag and Last-Modified (NULL for none): revalidated with them, an
+    # unchanged PR costs no rate limit (GitHub answers 304).
+    """
+    ALTER TABLE pulls ADD COLUMN etag TEXT;
+    ALTER TABLE pulls ADD COLUMN last_modified TEXT;
+    """,
 ]
