@@ -17,7 +17,7 @@ from prhub.errors import (
     PrhubError,
     StoreError,
 )
-from prhub.github.budget import LimitReached
+from prhub.github.ratelimit import LimitReached
 from prhub.llm.llm import ContextTooLong
 from prhub.weekly.report import FailedPR
 

@@ -22,7 +22,7 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.fanout import each, staged
-from prhub.github.budget import Validators
+from prhub.github.ratelimit import Validators
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import task_prompt

@@ -28,7 +28,7 @@ from typer.testing import CliRunner, Result
 from prhub.config import Settings
 from prhub.defaults import ENV
 from prhub.digest.digest import NONE
-from prhub.github.budget import Budget
+from prhub.github.ratelimit import Budget
 from prhub.github.source import GitHubSource
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import load_prompt

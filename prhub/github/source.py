@@ -25,7 +25,7 @@ from prhub.errors import (
     set_secret,
 )
 from prhub.github import pygithub
-from prhub.github.budget import (
+from prhub.github.ratelimit import (
     Budget,
     Countdown,
     Limited,

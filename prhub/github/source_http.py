@@ -22,7 +22,7 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 from prhub import retry, transport
 from prhub.errors import GitHubUnavailable
 from prhub.github import pygithub
-from prhub.github.budget import Budget, resource
+from prhub.github.ratelimit import Budget, resource
 
 log = logging.getLogger("prhub")
 

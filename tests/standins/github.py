@@ -79,8 +79,8 @@ class GitHubStandIn(StandIn):
     `requests`, `paths()`, `per_pr()` and `most_in_flight` tell what a client asked, `charged()`
     what it cost of the rate limit.
 
-    GitHub's primary limits are kept on `clock`: `core_limit` requests a `core_window` seconds
-    (searches: 30 a minute), refused with `limited_status` past them; an answer carries its
+    GitHub's primary limits are kept on `clock`: `core_limit` requests a `core_window` seconds,
+    `search_limit` searches a minute, refused with `limited_status` past them; an answer has its
     ETag, and a request that holds it gets a 304, free. The search index reports each PR's
     updated_at `index_lag` earlier than its pull does, as a lagging index would.
     """
@@ -101,6 +101,7 @@ class GitHubStandIn(StandIn):
         clock: Callable[[], float] = time.time,
         core_limit: int = 5000,
         core_window: float = 3600.0,
+        search_limit: int = 30,
         limited_status: int = 403,
         index_lag: timedelta = timedelta(0),
     ) -> None:
@@ -109,7 +110,12 @@ class GitHubStandIn(StandIn):
         self.token = token
         self.latency = latency  # seconds before every answer
         self.page_limit = page_limit  # most items a page holds, whatever per_page asks
-        self.limits = Limits(clock, core=(core_limit, core_window), status=limited_status)
+        self.limits = Limits(
+            clock,
+            core=(core_limit, core_window),
+            search=(search_limit, 60.0),
+            status=limited_status,
+        )
         self.index_lag = index_lag
 
     def script(self, path_regex: str, responses: list[Any]) -> None:

@@ -148,17 +148,15 @@ def revalidated(request: dict[str, Any], answer: Answer) -> Answer:
     tag = f'W/"{digest}"'
     told = {"ETag": tag}
     updated = body.get("updated_at") if isinstance(body, dict) else None
-    if isinstance(updated, str):
-        when = datetime.fromisoformat(updated.replace("Z", "+00:00"))
+    when = datetime.fromisoformat(updated.replace("Z", "+00:00")) if updated else None
+    if when is not None:
         told["Last-Modified"] = email.utils.format_datetime(when, usegmt=True)
     matches = request["headers"].get("if-none-match")
     since = request["headers"].get("if-modified-since")
     if matches is not None:
         fresh = matches.strip() == "*" or tag in [m.strip() for m in matches.split(",")]
-    elif since and "Last-Modified" in told:
-        fresh = email.utils.parsedate_to_datetime(since) >= when
     else:
-        fresh = False
+        fresh = bool(since and when and email.utils.parsedate_to_datetime(since) >= when)
     if fresh:
         return 304, told, b""
     return status, {**headers, **told}, body

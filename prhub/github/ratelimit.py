@@ -25,6 +25,7 @@ SECONDARY_WAIT = 60.0
 RESET_MARGIN = 1.0
 COUNTDOWN_FROM = 5.0  # a shorter wait is one log line, no countdown
 COUNTDOWN_STEP = 1.0  # seconds between the countdown's ticks
+HALT_CHECK = 0.1  # seconds a thread waiting for another's countdown goes without a look at halts
 Countdown = Callable[[int, int], None]  # seconds waited, seconds to wait in all
 Sleep = Callable[[float], None]
 
@@ -147,6 +148,7 @@ class Budget:
         self.clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)  # a countdown ended
         self.buckets: dict[str, Bucket] = {}
         self._flight: Counter[str] = Counter()
         self._paused_until = 0.0
@@ -197,7 +199,7 @@ class Budget:
             self._observe(name, headers)
             if status is None:
                 return None
-            if status < 400 and sent >= self._paused_at:
+            if status < 400 and sent > self._paused_at:
                 self._strikes = 0  # a request sent after the last pause passed
             if not is_rate_limit(status, headers, message):
                 return None
@@ -221,7 +223,7 @@ class Budget:
 
     def _refusal(self, name: str, sent: float, headers: Mapping[str, str]) -> Limited:
         now = self.clock()
-        if sent >= self._paused_at:  # not one more answer of a burst already waited for
+        if sent > self._paused_at:  # not one more answer of a burst already waited for
             self._strikes += 1
             self._paused_at = now
             new = True
@@ -256,23 +258,30 @@ class Budget:
             stop.count_retry()  # a request GitHub refused is asked again
         if seconds <= 0:
             return
-        with self._lock:
-            show, self._counting = not self._counting, True
+        while True:  # one thread counts down, the others wait for it to end
+            retry.check(stop)  # a halt, or the run's stop, ends this wait too
+            with self._done:
+                if self.clock() >= limited.until:
+                    return
+                if not self._counting:
+                    self._counting = True
+                    seconds = limited.until - self.clock()
+                    break
+                self._done.wait(HALT_CHECK)
         try:
-            if show:
-                log.warning(
-                    "GitHub's %s: waiting %s, until %s, before %s",
-                    self._limit_text(limited),
-                    span(seconds),
-                    local(limited.until),
-                    what,
-                )
-            self._count_down(limited.until, stop, countdown if show else None)
+            log.warning(
+                "GitHub's %s: waiting %s, until %s, before %s",
+                self._limit_text(limited),
+                span(seconds),
+                local(limited.until),
+                what,
+            )
+            self._count_down(limited.until, stop, countdown)
         finally:
-            if show:
-                with self._lock:
-                    self._counting = False
-                    self.waited += seconds
+            with self._done:
+                self._counting = False
+                self.waited += seconds
+                self._done.notify_all()
 
     def _count_down(
         self, until: float, stop: retry.StopToken | None, countdown: Countdown | None
