@@ -78,6 +78,7 @@ class Run:
         self.command = command
         self.stats = RunStats()
         self.progress: Progress = progress or (lambda *_: None)
+        self._shown = progress is not None
         self._clients = (source, llm, store)
         self._llm_lock = threading.Lock()
         self._stop = retry.StopToken()
@@ -100,10 +101,12 @@ class Run:
                 store = opening.enter_context(closing(Store(self.settings.store)))
             if source is None:
                 source = opening.enter_context(
-                    closing(GitHubSource(self.settings, stop=self._stop, countdown=self._countdown))
+                    closing(GitHubSource(self.settings, stop=self._stop))
                 )
             self._run_id = store.start_run(self.command)
             self._owned = opening.pop_all()
+        if self._shown:  # a wait for GitHub's limit, on this run's display (a shared source too)
+            source.countdown = self._countdown
         self.source, self.llm, self.store = source, llm, store
         self._spent = llm.spent if llm else Usage()
         self._started_mode = llm.mode if llm else None
