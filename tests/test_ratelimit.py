@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 
 @contextmanager
-def limited_github(clock: FakeClock, **limits: int) -> Iterator[GitHubStandIn]:
+def limited_github(clock: FakeClock, **limits: Any) -> Iterator[GitHubStandIn]:
     """The GitHub stand-in over the fixtures, its limits on `clock`."""
     with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN, clock=clock.time, **limits) as gh:
         yield gh
@@ -185,6 +186,24 @@ def test_past_the_wait_limit_a_week_stops_with_exit_8_keeps_what_it_fetched_and_
     assert not any(f"/pulls/{n}" in path for n in kept for path in asked)  # nothing fetched twice
     assert stored_numbers(tmp_path / "store.db") == set(WEEK_31)
     assert (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md").is_file()
+
+
+def test_repositories_of_one_run_share_one_budget(
+    llm: LLMStandIn, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prhub.toml").write_text('repos = ["acme/a", "acme/b"]\n', encoding="utf-8")
+    mirrors = {"acme/a": "acme/rocket", "acme/b": "acme/rocket"}
+    # 20 requests a repository, 40 in all: one wait, once the first repository spent most.
+    with limited_github(clock, core_limit=30, core_window=600, mirrors=mirrors) as github:
+        started = clock.time()
+        result = prhub(cli_env(github, llm, tmp_path / "store.db"), *WEEK, "--all")
+        assert_ok(result)
+        assert github.charged()["refused"] == 0  # the second knew what the first had spent
+        assert github.charged()["core"] == 40
+    assert 601 <= clock.time() - started <= 610
+    countdown = [line for line in result.stderr.splitlines() if "seconds waited" in line]
+    assert countdown and countdown[-1].endswith(("601/601", "602/602"))
 
 
 def test_a_wait_of_0_never_waits(github: GitHubStandIn) -> None:
