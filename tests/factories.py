@@ -373,6 +373,11 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
+def unlinked(text: str) -> str:
+    """Markdown with its PR links as the text they show: [#12](url) reads #12."""
+    return re.sub(r"\[(#\d+)\]\([^)\s]*\)", r"\1", text)
+
+
 def digest(**content: Any) -> PRDigest:
     """The fixture digest of #101, its content changed by `content`."""
     d = PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())
@@ -476,6 +481,19 @@ def no_narrative_report() -> WeeklyReport:
     meta = r.meta.model_copy(update={"dropped_citations": 2})
     failed = [FailedPR(number=107, error="超时 `read`")]
     return r.model_copy(update={"narrative": None, "failed": failed, "meta": meta})
+
+
+def unchecked_report() -> WeeklyReport:
+    """The fixture week where the digest of #102, its most important PR, failed two checks."""
+    r = report()
+    failed = ["docs_overrated", "advice_uncited"]
+    digests = [
+        d.model_copy(update={"meta": d.meta.model_copy(update={"failed_checks": failed})})
+        if d.number == 102
+        else d
+        for d in r.digests
+    ]
+    return r.model_copy(update={"digests": digests})
 
 
 def empty_report() -> WeeklyReport:

@@ -11,7 +11,7 @@ import pytest
 
 from prhub.options import YEARS
 from prhub.progress import Display
-from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY, prhub, responder
+from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY, prhub, responder, unlinked
 from tests.standins import GitHubStandIn, LLMStandIn
 
 
@@ -106,9 +106,13 @@ def test_partial_failure_writes_the_report_and_exits_12(env, llm, tmp_path):
     llm.responder = flaky
     result = prhub(env, "weekly", "--week", "31", "--year", "2026")
     assert result.exit_code == 12
-    assert result.stderr.splitlines()[-1].startswith("prhub: error: 1 PR failed (#104)")
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("prhub: error: 1 PR failed (#104: ") and "rerun to retry" in last
     text = (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.md").read_text()
-    assert "- #104：" in text
+    assert "1 个未能生成导读（#104）" in unlinked(text).split("## ")[0]  # said at the top
+    assert (
+        "[#104](https://github.com/acme/rocket/pull/104)。" in text.split("## 未能生成导读的 PR")[1]
+    )
     llm.responder = responder
     again = prhub(env, "weekly", "--week", "31", "--year", "2026")
     assert again.exit_code == 0

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+
+import pytest
 
 from prhub.publish import html, labels
 from prhub.publish.labels import labels_markdown, view
-from prhub.publish.parts import one_line
+from prhub.publish.parts import anchor, one_line
 from prhub.tags import tag_name
 from tests.factories import (
     INJECT,
@@ -18,6 +21,7 @@ from tests.factories import (
     plain,
     report,
     shape,
+    unchecked_report,
 )
 
 
@@ -51,7 +55,46 @@ def test_a_tag_without_prs_lists_the_tags_the_week_has():
 def test_groups_are_counted_as_the_facts_count_tags():
     v = view(report())
     assert {g.tag: len(g.prs) for g in v.groups} == report().facts.tags
-    assert [g.tag for g in v.groups][:3] == ["bugfix", "rollout", "trainer"]  # most PRs first
+    # Modules, then types, then labels; in each, most PRs first.
+    assert [(g.kind, g.tag) for g in v.groups] == [
+        ("module", "rollout"),
+        ("module", "trainer"),
+        ("module", "algo"),
+        ("module", "ci"),
+        ("module", "docs"),
+        ("type", "bugfix"),
+        ("type", "breaking"),
+        ("type", "feature"),
+        ("type", "refactor"),
+    ]
+
+
+def test_all_tags_come_grouped_by_kind_after_contents_that_link_to_each():
+    text = labels_markdown(view(report()))
+    headings = [
+        plain(t)
+        for up, t in itertools.pairwise(MARKDOWN.parse(text))
+        if up.type == "heading_open" and up.tag == "h2"
+    ]
+    assert headings == ["目录", "模块", "类型"]
+    contents = text.split("## 目录")[1].split("## 模块")[0].strip().split("\n")
+    assert contents[0].startswith("- 模块：[rollout](#rollout2)（2）、[trainer](#trainer2)（2）")
+    page = html.labels_html(view(report()))
+    ids = re.findall(r'<h3 id="([^"]+)">', page)
+    targets = re.findall(r'<a href="#([^"]+)">', page)
+    assert targets == ids and len(ids) == 9  # every tag's group, each linked once
+
+
+@pytest.mark.parametrize(
+    ("heading", "slug"),
+    [
+        ("rollout（2）", "rollout2"),
+        ("Good First Issue（1）", "good-first-issue1"),
+        ("文档 / CI（3）", "文档--ci3"),
+    ],
+)
+def test_anchors_are_the_ids_github_gives_markdown_headings(heading, slug):
+    assert anchor(heading) == slug
 
 
 def test_labels_json_is_the_view():
@@ -66,7 +109,10 @@ def test_labels_json_is_the_view():
 def test_labels_html_is_a_page_with_the_groups():
     page = html.labels_html(view(report(), "nope"))
     assert page.startswith("<!doctype html>")
-    assert "<h2>nope（0）</h2>" in page and "本周有 PR 的标签：<code>bugfix</code>（2）" in page
+    assert (
+        '<h2 id="nope0">nope（0）</h2>' in page
+        and '本周有 PR 的标签：<code class="tag">bugfix</code>（2）' in page
+    )
     page = html.labels_html(view(report(), "rollout"))
     assert '<a href="https://github.com/acme/rocket/pull/103">#103</a>' in page
 
@@ -79,7 +125,8 @@ def test_model_and_label_text_stay_in_their_headings_in_the_labels_view():
     assert f"{one_line(tag_name(INJECT))}（1）" in headings
     assert headings.count(f"#101 {INJECTED}") == 3  # under rollout, bugfix and the label
     before = shape(labels_markdown(view(report())))["heading_open"]
-    assert shape(text)["heading_open"] == before + 2  # the label's group and #101 under it
+    # The labels' kind, the label's group and #101 under it.
+    assert shape(text)["heading_open"] == before + 3
     assert "table_open" not in shape(text) and "blockquote_open" not in shape(text)
     assert "<b>粗" not in html.labels_html(view(hostile))
 
@@ -94,3 +141,15 @@ def test_a_breaking_title_without_a_breaking_label_is_tagged_breaking():
     text = labels_markdown(view(r.model_copy(update={"digests": digests}), "breaking"))
     assert f"## breaking（{len(flagged)}）" in text
     assert all(f"#{d.number}" in text for d in flagged)
+
+
+def test_a_digest_that_failed_its_checks_is_marked_in_every_group_it_is_in():
+    v = view(unchecked_report())
+    assert [pr.failed_checks for g in v.groups for pr in g.prs if pr.number == 102][0]
+    text = labels_markdown(v)
+    marked = [line for line in text.split("\n") if "⚠ 未通过检查" in line]
+    assert len(marked) == 3 and all("[#102]" in line for line in marked)  # trainer, algo, feature
+    page = html.labels_html(v)
+    assert (
+        page.count('<span class="flag" title="未通过检查：文档改动评分偏高、建议未点名文件">') == 3
+    )

@@ -36,9 +36,11 @@ LOOKALIKES = [chr(c) for c in (*range(0x2E80, 0x2FE0), *range(0xFB00, 0xFB07))]
 
 
 def folded_report() -> WeeklyReport:
-    """The fixture week with more failed PRs than a page shows before its fold."""
+    """The fixture week with failed PRs, and more flagged ones than a page shows before its fold."""
+    r = report()
     failed = [FailedPR(number=107 + i, error=f"超时 read_{i}") for i in range(8)]
-    return report().model_copy(update={"failed": failed})
+    facts = r.facts.model_copy(update={"untested": [*r.facts.untested, *range(201, 209)]})
+    return r.model_copy(update={"failed": failed, "facts": facts})
 
 
 def text_of(data: bytes) -> str:
@@ -72,7 +74,9 @@ def test_the_weekly_pdf_holds_its_chinese_text_tables_and_folds(weekly_pdf):
     assert all(flat(d.content.title) in flat(text) for d in r.digests)
     assert "GRPO 优势估计" in text and "KV cache 重置" in text  # cells of 重点 PR 速览
     assert "rocket/trainer/ppo_trainer.py" in text  # a cell of 本周数据
-    assert all(f"#{107 + i}：超时 read_{i}" in text for i in range(8))  # folded after the fifth
+    assert all(f"#{n} 改了代码但没有改测试" in text for n in range(201, 209))  # folded after five
+    failed = flat(text).split("未能生成导读的PR")[-1]
+    assert all(f"#{107 + i}" in failed for i in range(8))
     assert "显示 6 / 6" not in text  # the tag filter is for the page only
     assert not [c for c in text if c in LOOKALIKES]
 

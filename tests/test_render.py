@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from prhub.model import PRDigest
-from prhub.publish import render, view
+from prhub.publish import footers, render, view
+from prhub.publish.weekly_view import headline
 from prhub.tags import parse_title, tag_name
 from prhub.weekly.report import AuthorCount
 from tests.factories import (
@@ -31,6 +32,7 @@ from tests.factories import (
     revert_report,
     shape,
     sparse_report,
+    unlinked,
 )
 
 
@@ -74,16 +76,16 @@ def test_report_fixture_is_one_the_pipeline_can_make():
 
 
 def test_footers_say_where_the_text_came_from():
-    assert view.digest_footer(digest()) == (
+    assert footers.digest_footer(digest()) == (
         "digest@v1 · gpt-4o-mini · 1 次调用 · 输入 1,227 / 输出 412 tokens · "
         "模型看到：全文 2、节选 0、仅列名 0、排除 0 个文件（变更行 100%）"
     )
     meta = report().meta.model_copy(update={"dropped_citations": 3})
-    assert view.weekly_footer(report().model_copy(update={"meta": meta})) == (
+    assert footers.weekly_footer(report().model_copy(update={"meta": meta})) == (
         "weekly@v1 · gpt-4o-mini · 导读与周报共调用 7 次 · 输入 12,000 / 输出 3,100 tokens · "
         "删去无据引用 3 处"
     )
-    assert f"<sub>{view.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
+    assert f"<sub>{footers.digest_footer(digest())}</sub>" in render.digest_markdown(digest())
 
 
 # Untrusted text and its Markdown: every mark that could start markup where it stands is escaped,
@@ -194,6 +196,35 @@ def test_code_shows_its_text_exactly(raw, expected):
             assert spans == [("code_inline", view.one_line(shown))], doc
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("见 #12、#3", "见 [#12](u/12)、[#3](u/3)"),
+        ("#12 开头", "[#12](u/12) 开头"),  # a link, not a heading
+        ("x#12, a/#12, &#12;, ##12 and `#12`", "x#12, a/#12, &amp;#12;, ##12 and `#12`"),
+        ("*#12*", "\\*[#12](u/12)\\*"),
+        ("#12345678901234567890", "[#12345678901234567890](u/12345678901234567890)"),
+    ],
+)
+def test_md_links_the_prs_prose_cites(raw, expected):
+    assert render.md(raw, pr_url=lambda n: f"u/{n}") == expected
+
+
+def test_prs_cited_in_markdown_link_to_the_digested_repository():
+    text = render.weekly_markdown(report())
+    hrefs = {
+        t.attrs["href"]
+        for token in MARKDOWN.parse(text)
+        for t in token.children or []
+        if t.type == "link_open"
+    }
+    assert len(hrefs) == 6 and all(
+        h.startswith("https://github.com/acme/rocket/pull/") for h in hrefs
+    )
+    # No #N is left bare, in prose or tables, for a host to autolink to another repository.
+    assert re.findall(r"(?<!\[)#\d+", text) == []
+
+
 def test_paragraphs_split_at_blank_lines_and_separators():
     text = "一\n二\r\n\r\n三\u2029四\u2028五\n \n\n"
     assert view.paragraphs(text) == ["一 二", "三", "四 五"]
@@ -226,9 +257,10 @@ def test_model_text_stays_in_its_place_in_a_weekly_report():
     baseline = report().model_copy(update={"narrative": uncited})
     assert shape(text) == shape(render.weekly_markdown(baseline))
     texts = inline_texts(text)
-    # the lead, a highlight, two risks, a key change, a follow-up, a trend row, three key-PR
-    # cells, a title
-    assert texts.count(INJECTED) == 12
+    # the lead, a highlight, a risk, a key change, a follow-up, a trend row, three key-PR
+    # cells, a title; the top shows the risk in short
+    assert texts.count(INJECTED) == 11
+    assert headline(INJECT) in texts and len(headline(INJECT)) < len(INJECTED)
     assert any(t.endswith(f"。{INJECTED}") for t in texts)  # the summary after the figures
 
 
@@ -302,7 +334,7 @@ def test_author_concentration_is_the_last_highlight():
     r = report()
     standout = AuthorCount(author="marta-kowal", prs=[102, 104, 106])
     facts = r.facts.model_copy(update={"authors": [standout], "top_author_share": 0.5})
-    text = render.weekly_markdown(r.model_copy(update={"facts": facts}))
+    text = unlinked(render.weekly_markdown(r.model_copy(update={"facts": facts})))
     highlights = text.split("## 本周亮点")[1].split("##")[0]
     assert highlights.strip().split("\n")[-1] == (
         "- 作者集中度较高：marta-kowal 本周贡献 3 个 PR（50%：#102、#104、#106），"
@@ -312,15 +344,20 @@ def test_author_concentration_is_the_last_highlight():
 
 
 def test_the_facts_join_the_models_risks_by_pr_never_a_second_copy():
-    text = render.weekly_markdown(report())  # the model's risks cite #106 and #103
+    text = unlinked(render.weekly_markdown(report()))  # the model's risks cite #106 and #103
     full = text.split("### 4. 风险观察")[1].split("###")[0]
     assert full.strip().split("\n") == [f"- {render.md(x)}" for x in report().narrative.risks]  # type: ignore[union-attr]
     assert "破坏性变更：#106" not in text and "改了代码但未改测试的 PR" not in text
     bare = report().model_copy(
         update={"narrative": report().narrative.model_copy(update={"risks": []})}  # type: ignore[union-attr]
     )
-    top = render.weekly_markdown(bare).split("## 风险观察")[1].split("##")[0]
+    top = unlinked(render.weekly_markdown(bare)).split("## 风险观察")[1].split("##")[0]
     assert top.strip().split("\n") == [
+        "- #106 可能破坏现有用法。",
+        "- #103、#106 改了代码但没有改测试。",
+    ]
+    full = unlinked(render.weekly_markdown(bare)).split("### 4. 风险观察")[1].split("###")[0]
+    assert full.strip().split("\n") == [
         "- #103 改了代码但没有改测试。",
         "- #106 可能破坏现有用法：标题标注 \\[BREAKING]，配置项改名 trainer.total_epochs → "
         "trainer.max_epochs（rocket/config/ppo.yaml）；改了代码但没有改测试。",

@@ -13,6 +13,7 @@ from prhub.weekly.report import (
     WeeklyReport,
     author_highlight,
     author_line,
+    fact_headlines,
     fact_risks,
     key_rows,
     lead,
@@ -165,3 +166,19 @@ def test_a_computed_lead_is_never_empty():
     assert lead(f) == LEAD
     bare = f.model_copy(update={"modules": {}, "tags": {}, "key_prs": []})
     assert lead(bare) == "本周 rocket 共合入 6 个 PR。"
+
+
+def test_the_facts_risks_in_short_are_one_line_a_kind():
+    facts = with_facts(
+        fixture(),
+        reverts=[Revert(number=104, reverted=103, delay_hours=2.0), Revert(number=105)],
+        untested=list(range(101, 108)),
+    ).facts
+    assert fact_headlines(facts) == [
+        "#104 撤销了 #103。",
+        "#105 撤销了 一个未知 PR。",
+        "#106 可能破坏现有用法。",
+        "#101、#102、#103、#104、#105 等 7 个 PR 改了代码但没有改测试。",
+    ]
+    assert len(fact_risks(facts)) == 7  # the full list keeps one line a PR
+    assert fact_headlines(with_facts(fixture(), reverts=[], breaking=[], untested=[]).facts) == []

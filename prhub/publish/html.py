@@ -16,15 +16,15 @@ from markupsafe import Markup, escape
 from prhub.model import VERDICTS, PRDigest
 from prhub.publish import parts
 from prhub.publish.labels import LabelsView
-from prhub.publish.parts import CODE_SPAN, Links, Text, one_line, visible
+from prhub.publish.parts import CODE_SPAN, PR_REF, Links, Text, one_line, visible
 from prhub.publish.render import TEMPLATES, environment
-from prhub.publish.view import digest_view, tags_view, weekly_view
+from prhub.publish.view import DigestLink, digest_view, tags_view, weekly_view
 from prhub.weekly.report import WeeklyReport
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
 
 # A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
-_INLINE = re.compile(rf"{CODE_SPAN.pattern}|(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
+_INLINE = re.compile(rf"{CODE_SPAN.pattern}|{PR_REF.pattern}")
 _VERDICT_CLASS = dict(zip(VERDICTS, ("v-deep", "v-skim", "v-skip"), strict=True))
 
 
@@ -35,6 +35,11 @@ def _env() -> jinja2.Environment:
     return env
 
 
+def page_environment() -> jinja2.Environment:
+    """The environment every page renders in, a site's too: HTML escaping and the filters."""
+    return _env()
+
+
 def _visible(value: object) -> object:
     if isinstance(value, Markup):
         return Markup(visible(str(value)))
@@ -43,9 +48,12 @@ def _visible(value: object) -> object:
 
 @cache
 def _assets() -> dict[str, str]:
-    """The inline style and script, and a CSP that lets only these two run and nothing load."""
     css = (TEMPLATES / "page.css").read_text(encoding="utf-8")
-    js = (TEMPLATES / "page.js").read_text(encoding="utf-8")
+    return assets(css, (TEMPLATES / "page.js").read_text(encoding="utf-8"))
+
+
+def assets(css: str, js: str) -> dict[str, str]:
+    """A page's inline style and script, and a CSP that lets only these two run and nothing load."""
     csp = (
         f"default-src 'none'; style-src '{_sha256(css)}'; script-src '{_sha256(js)}'; "
         "base-uri 'none'; form-action 'none'"
@@ -62,12 +70,15 @@ def inline(text: str, pr_url: Callable[[int], str]) -> Markup:
     return _marked(one_line(text), pr_url)
 
 
-def _marked(text: str, pr_url: Callable[[int], str]) -> Markup:
+def _marked(text: str, pr_url: Callable[[int], str] | None) -> Markup:
+    """Text marked up; its #123 linked by `pr_url`, or left as text inside a link."""
     out, last = [], 0
     for match in _INLINE.finditer(text):
         out.append(escape(text[last : match.start()]))
         if match.group(3) is None:
             out.append(Markup("<code>%s</code>") % match.group(2))
+        elif pr_url is None:
+            out.append(escape(match.group(0)))
         else:
             number = int(match.group(3))
             out.append(_link(number, pr_url(number)))
@@ -92,17 +103,33 @@ def html_text(x: Text, links: Links) -> Markup:
             return inline(x, links.pr)
         case parts.Words():
             return _marked(x.text, links.pr)
-        case parts.Code() | parts.Tag():
+        case parts.TagCode() | parts.Tag():
+            return Markup('<code class="tag">%s</code>') % _joints(one_line(x.text))
+        case parts.Code():
             return Markup("<code>%s</code>") % one_line(x.text)
         case parts.Strong():
             return Markup("<strong>%s</strong>") % x.text
         case parts.Verdict():
             badge = Markup('<span class="badge %s">%s</span>')
             return badge % (_VERDICT_CLASS.get(x.text, ""), x.text)
+        case parts.Flag():
+            return Markup('<span class="flag" title="%s">%s</span>') % (x.why, x.text)
+        case parts.Link():
+            text = x.text if isinstance(x.text, str) else x.text.text
+            return Markup('<a href="%s">%s</a>') % (x.url, _marked(one_line(text), None))
         case parts.Refs():
             return Markup(x.sep).join(_link(n, url) for n, url in x.prs) or Markup("—")
         case parts.Line():
             return Markup("").join(html_text(p, links) for p in x.parts)
+
+
+# Where a tag may break: after a mark between its words (transfer_queue, area/rollout).
+_JOINT = re.compile(r"(?<=[^\w\s]|_)(?=\S)")
+
+
+def _joints(tag: str) -> Markup:
+    """A tag that breaks only after the marks between its words, never inside a word."""
+    return Markup("<wbr>").join(escape(piece) for piece in _JOINT.split(tag))
 
 
 def _quoted(tags: Iterable[str]) -> str:
@@ -119,11 +146,11 @@ def digest_html(d: PRDigest, tz: str = "Asia/Shanghai") -> str:
     return _page("digest.html", digest_view(d, tz))
 
 
-def weekly_html(r: WeeklyReport) -> str:
+def weekly_html(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> str:
     """The weekly report as a standalone HTML page, with a tag filter over the PR table."""
-    return _page("weekly.html", weekly_view(r))
+    return _page("weekly.html", weekly_view(r, digest_link=digest_link))
 
 
-def labels_html(v: LabelsView) -> str:
+def labels_html(v: LabelsView, *, digest_link: DigestLink | None = None) -> str:
     """The labels view as a standalone HTML page."""
-    return _page("labels.html", tags_view(v))
+    return _page("labels.html", tags_view(v, digest_link=digest_link))

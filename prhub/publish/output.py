@@ -17,6 +17,7 @@ from prhub.model import PRDigest
 from prhub.options import SUFFIX, Format
 from prhub.publish import html, labels, pdf, render
 from prhub.publish.overview import Entry, index_markdown
+from prhub.publish.parts import one_line
 from prhub.text import plural
 from prhub.weekly.analyse import Window
 from prhub.weekly.report import WeeklyReport
@@ -241,8 +242,9 @@ def publish_labels(
 def fail_partly(report: WeeklyReport) -> None:
     """Raises PartialFailure (exit 12) after a report that lists PRs whose digest failed."""
     if report.failed:
-        numbers = " ".join(f"#{f.number}" for f in report.failed)
+        # The report names them for readers; why each failed is said here, for the operator.
+        why = "; ".join(f"#{f.number}: {one_line(f.error)}" for f in report.failed)
         raise PartialFailure(
-            f"{plural(len(report.failed), 'PR')} failed ({numbers}); the report lists them, "
+            f"{plural(len(report.failed), 'PR')} failed ({why}); the report lists them, "
             "rerun to retry only those"
         )

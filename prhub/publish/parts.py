@@ -4,7 +4,8 @@ lists, tables), sections, a report's links, and the text rules every format foll
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import quote, urlsplit
@@ -13,6 +14,8 @@ from urllib.parse import quote, urlsplit
 
 # A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+# A PR cited in prose, #123, that is not part of a word, a path, an entity or another number.
+PR_REF = re.compile(r"(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
 # Everything str.splitlines() breaks at; a paragraph separator also ends a paragraph.
 _BREAK = r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]"
 # Invisible controls that reorder or hide text (bidi overrides and isolates, zero-width
@@ -55,8 +58,12 @@ class Code(Shown):
     """Data shown exactly, as code: a tag, a path."""
 
 
+class TagCode(Code):
+    """A PR's tag, shown as code: a page never breaks it inside a word."""
+
+
 class Tag(Shown):
-    """A tag named in a sentence: code on a page, plain text in Markdown."""
+    """A tag named in a sentence: code on a page, plain text in Markdown; never broken inside."""
 
 
 class Strong(Shown):
@@ -69,15 +76,30 @@ class Verdict(Shown):
 
 @dataclass(frozen=True)
 class Refs:
-    """PRs with their URLs: cited ones read #1、#2 (— for none) and link on a page;
-    `linked` ones, a heading's PR or a table's PR column, link in Markdown too."""
+    """PRs with their URLs, read #1、#2 (— for none), each linked to its PR."""
 
     prs: tuple[tuple[int, str], ...]
     sep: str = "、"
-    linked: bool = False
 
 
-Part = str | Words | Code | Tag | Strong | Verdict | Refs
+@dataclass(frozen=True)
+class Link:
+    """Text linked to a page of prhub's own, such as a PR's digest: a relative address."""
+
+    text: str | Words
+    url: str
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A short marker on a row, such as a digest's failed checks; `why` says what it stands
+    for (a page's tooltip)."""
+
+    text: str
+    why: str
+
+
+Part = str | Words | Code | Tag | Strong | Verdict | Refs | Link | Flag
 
 
 @dataclass(frozen=True)
@@ -152,6 +174,7 @@ class Section:
     level: int = 2
     callout: str = ""  # "highlights" or "risks": set apart at the top of a report
     empty: str = ""  # said when the section has nothing
+    anchor: str = ""  # its heading's id, for links to it: the one GitHub gives its Markdown
 
 
 # Where a report's PRs are
@@ -188,3 +211,53 @@ def _web(url: str) -> bool:
         return urlsplit(url).scheme in ("http", "https")
     except ValueError:
         return False
+
+
+# Texts built of parts
+
+
+def anchor(heading: str) -> str:
+    """The id GitHub gives a Markdown heading of this text (github-slugger): lower case, only
+    letters, digits, marks, `_`, `-` and spaces, each space a `-`."""
+    kept = (c for c in heading.lower() if c in "_- " or unicodedata.category(c)[0] in "LNM")
+    return "".join(kept).replace(" ", "-")
+
+
+def refs(urls: Links, numbers: Iterable[int], sep: str = "、") -> Refs:
+    return Refs(tuple((n, urls.pr(n)) for n in numbers), sep)
+
+
+def pr_heading(url: str, number: int, title: str, digest: str | None = None) -> Line:
+    """A PR's heading: its number, linked, and a title, linked to its digest when there is one."""
+    return Line((Refs(((number, url),)), Words(" "), titled(title, digest)))
+
+
+def lined(*parts: Part) -> Text:
+    """Parts as one text: a Line, or the part alone."""
+    return parts[0] if len(parts) == 1 else Line(parts)
+
+
+def titled(title: str, digest: str | None) -> Part:
+    return Link(title, digest) if digest else title
+
+
+def joined(parts: Iterable[Part | Line], sep: str) -> tuple[Part, ...]:
+    """The parts with `sep` between them; a Line's parts inline."""
+    out: list[Part] = []
+    for part in parts:
+        out += [Words(sep)] if out else []
+        out += part.parts if isinstance(part, Line) else [part]
+    return tuple(out)
+
+
+def filled(make: Callable[[Callable[[str], str]], str]) -> Line:
+    """A text the facts make with the data it names (`make(escape)`), its words and data apart."""
+    data: list[str] = []
+
+    def hole(value: str) -> str:
+        data.append(value)
+        return f"\0{len(data) - 1}\0"
+
+    pieces = re.split("\0([0-9]+)\0", make(hole))
+    parts = [data[int(p)] if i % 2 else Words(p) for i, p in enumerate(pieces)]
+    return Line(tuple(p for p in parts if p != Words("")))

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
 from prhub.model import PRDigest
 from prhub.publish import parts
-from prhub.publish.parts import CODE_SPAN, Text, one_line
-from prhub.publish.view import digest_view, weekly_view
+from prhub.publish.parts import CODE_SPAN, PR_REF, Links, Text, one_line
+from prhub.publish.view import DigestLink, digest_view, weekly_view
 from prhub.weekly.report import WeeklyReport
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
 ]
 
 TEMPLATES = Path(__file__).parent / "templates"
+PRUrl = Callable[[int], str]
 
 
 def environment(**options: Any) -> jinja2.Environment:
@@ -58,17 +61,35 @@ _ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 _HEADING_END = re.compile(r"(?:(?<=\s)|^)#+$")  # the closing #s of a heading would vanish
 
 
-def md(text: str | None, *, table: bool = False) -> str:
-    """Untrusted text as inert Markdown on one line: only its `code` spans stay markup."""
+def md(text: str | None, *, table: bool = False, pr_url: PRUrl | None = None) -> str:
+    """Untrusted text as inert Markdown on one line: only its `code` spans stay markup, and its
+    #123 link to `pr_url(123)` when given."""
     text = one_line(text)
     out, last = [], 0
     for match in CODE_SPAN.finditer(text):
-        out += [_escape(text[last : match.start()], last == 0, False), match.group(0)]
+        out += [_linked(text[last : match.start()], last == 0, False, pr_url), match.group(0)]
         last = match.end()
-    out.append(_escape(text[last:], last == 0, True))
+    out.append(_linked(text[last:], last == 0, True, pr_url))
     escaped = "".join(out)
     # GFM splits table rows at pipes before it reads code spans, so those are escaped too.
     return escaped.replace("|", "\\|") if table else escaped
+
+
+def _linked(text: str, starts_line: bool, ends_text: bool, pr_url: PRUrl | None) -> str:
+    """Text outside code spans escaped, its PR references linked."""
+    if pr_url is None:
+        return _escape(text, starts_line, ends_text)
+    out, last = [], 0
+    for match in PR_REF.finditer(text):
+        out += [_escape(text[last : match.start()], starts_line and last == 0, False)]
+        out.append(_pr_link(int(match.group(1)), pr_url))
+        last = match.end()
+    out.append(_escape(text[last:], starts_line and last == 0, ends_text))
+    return "".join(out)
+
+
+def _pr_link(number: int, pr_url: PRUrl) -> str:
+    return f"[#{number}]({_address(pr_url(number))})"
 
 
 def _escape(text: str, starts_line: bool, ends_text: bool) -> str:
@@ -104,13 +125,17 @@ def code(text: str | None, *, table: bool = False) -> str:
     return span.replace("|", "\\|") if table else span
 
 
-def md_text(x: Text, table: bool = False) -> str:
-    """A view's text in Markdown: data escaped, prhub's words as written, PR links."""
+def md_text(x: Text, table: bool = False, links: Links | None = None) -> str:
+    """A view's text in Markdown: data escaped, prhub's words as written, PRs linked (with the
+    view's `links`, also the #123 its texts cite)."""
+    pr_url = links.pr if links else None
     match x:
         case str():
-            return md(x, table=table)
+            return md(x, table=table, pr_url=pr_url)
         case parts.Tag():
             return md(x.text, table=table)
+        case parts.Words() if pr_url:
+            return PR_REF.sub(lambda m: _pr_link(int(m.group(1)), pr_url), x.text)
         case parts.Words():
             return x.text
         case parts.Code():
@@ -119,19 +144,31 @@ def md_text(x: Text, table: bool = False) -> str:
             return f"**{x.text}**"
         case parts.Verdict():
             return x.text if table else f"**{x.text}**"
-        case parts.Refs(linked=True):
-            return x.sep.join(f"[#{n}]({url})" for n, url in x.prs)
+        case parts.Flag():
+            return x.text
+        case parts.Link():
+            return f"[{md_text(x.text, table)}]({_address(x.url)})"  # no link inside a link
         case parts.Refs():
-            return x.sep.join(f"#{n}" for n, _ in x.prs) or "—"
+            return x.sep.join(f"[#{n}]({_address(url)})" for n, url in x.prs) or "—"
         case parts.Line():
-            return "".join(md_text(p, table) for p in x.parts)
+            return "".join(md_text(p, table, links) for p in x.parts)
+
+
+def _address(url: str) -> str:
+    """A link's address as Markdown reads it whole: no space, parenthesis or bracket unescaped."""
+    return quote(url, safe="/:#?=&%.-_~+,;@!$'*")
 
 
 @cache
 def _env() -> jinja2.Environment:
     env = environment()
-    env.filters["md"] = md_text
+    env.filters["md"] = _md
     return env
+
+
+@jinja2.pass_context
+def _md(context: jinja2.runtime.Context, x: Text, table: bool = False) -> str:
+    return md_text(x, table, context["v"].links)
 
 
 def markdown(template: str, view: object) -> str:
@@ -148,9 +185,9 @@ def digest_json(d: PRDigest) -> str:
     return d.model_dump_json(indent=2) + "\n"
 
 
-def weekly_markdown(r: WeeklyReport) -> str:
+def weekly_markdown(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> str:
     """The weekly report: lead, highlights and risks first, then the full report with its tables."""
-    return markdown("weekly.md.j2", weekly_view(r))
+    return markdown("weekly.md.j2", weekly_view(r, digest_link=digest_link))
 
 
 def weekly_json(r: WeeklyReport) -> str:

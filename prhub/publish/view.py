@@ -3,155 +3,67 @@ items, links, badges and footers. Markdown (`render`) and HTML (`html`) render t
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from prhub.digest.checks import LABELS
 from prhub.model import PRDigest
+from prhub.publish.footers import (
+    MARKER,
+    digest_footer,
+    failed_checks,
+    flag,
+    local_time,
+    weekly_footer,
+)
 from prhub.publish.parts import (
-    Block,
-    Code,
     Items,
     Line,
+    Link,
     Links,
     Para,
-    Part,
-    Refs,
-    Row,
     Section,
     Strong,
-    Table,
     Tag,
-    TagFilter,
+    TagCode,
     Text,
     Verdict,
     Words,
+    anchor,
+    filled,
+    joined,
     links,
     one_line,
     paragraphs,
+    pr_heading,
+    refs,
 )
-from prhub.tags import tag_name
-from prhub.weekly.report import (
-    KeyRow,
-    Trend,
-    WeeklyReport,
-    author_highlight,
-    author_line,
-    fact_risks,
-    figures,
-    key_rows,
-    lead,
-    risks,
-)
+from prhub.publish.weekly_view import data_sections, narrative_sections, notice
+from prhub.weekly.report import WeeklyReport, figures, lead
 
 if TYPE_CHECKING:
-    from prhub.publish.labels import LabelsView, TaggedPR
+    from prhub.publish.labels import LabelsView, TaggedPR, TagGroup
+
+# What a tag names, in the order a report groups them: a module (from the title's `[module]`),
+# a type (`fix:`, `feat:`, breaking), else a label.
+KINDS = {"module": "模块", "type": "类型", "label": "标签"}
+# Where a PR's digest is, if the output has it: a relative address, or None.
+DigestLink = Callable[[int], str | None]
 
 
-def _refs(urls: Links, numbers: Iterable[int], sep: str = "、", linked: bool = False) -> Refs:
-    return Refs(tuple((n, urls.pr(n)) for n in numbers), sep, linked)
+def check_marker(d: PRDigest) -> str:
+    """The marker on the rows of a digest that failed its checks; "" for one that passed."""
+    return MARKER if d.meta.failed_checks else ""
 
 
-def _heading(url: str, number: int, title: str) -> Line:
-    """A PR's heading: its number, linked, and a title."""
-    return Line((Refs(((number, url),), linked=True), Words(" "), title))
+def _linker(digest_link: DigestLink | None, digested: set[int]) -> DigestLink:
+    """Where each PR's digest is: only PRs the report has a digest of link to one."""
+    return lambda n: digest_link(n) if digest_link and n in digested else None
 
 
-def _joined(parts: Iterable[Part | Line], sep: str) -> tuple[Part, ...]:
-    """The parts with `sep` between them; a Line's parts inline."""
-    out: list[Part] = []
-    for part in parts:
-        out += [Words(sep)] if out else []
-        out += part.parts if isinstance(part, Line) else [part]
-    return tuple(out)
-
-
-def _filled(make: Callable[[Callable[[str], str]], str]) -> Line:
-    """A text the facts make with the data it names (`make(escape)`), its words and data apart."""
-    data: list[str] = []
-
-    def hole(value: str) -> str:
-        data.append(value)
-        return f"\0{len(data) - 1}\0"
-
-    pieces = re.split("\0([0-9]+)\0", make(hole))
-    parts = [data[int(p)] if i % 2 else Words(p) for i, p in enumerate(pieces)]
-    return Line(tuple(p for p in parts if p != Words("")))
-
-
-# Times, titles and footers
-
-# Why grounding dropped something, as the footer says it, in the order it lists them.
-DROP_REASONS = {
-    "unknown_path": "输入中没有的路径",
-    "unknown_identifier": "输入中没有的标识符",
-    "mentioned_as_changed": "把仅被提及的文件说成改动",
-    "unknown_number": "输入中没有的编号",
-    "echoed_prompt": "照抄提示词",
-}
-
-
-def local_time(moment: datetime | None, tz: str) -> str:
-    return moment.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M") if moment else "未合并"
-
-
-def digest_footer(d: PRDigest) -> str:
-    """The digest's provenance as plain text: prompt, model, usage and what the model saw."""
-    meta, cov = d.meta, d.meta.coverage
-    seen = (
-        f"模型看到：全文 {len(cov.full)}、节选 {len(cov.excerpt)}、仅列名 {len(cov.listed)}、"
-        f"排除 {len(cov.excluded)} 个文件（变更行 {math.floor(cov.share_seen * 100)}%）"
-        + (f"，其中生成或第三方文件 {len(cov.generated)} 个" if cov.generated else "")
-        + (f"，GitHub 未列出 {cov.unlisted} 个" if cov.unlisted else "")
-        + (f"；评审讨论 {cov.comments_shown}/{cov.comments} 条" if cov.comments else "")
-        + (f"；{cov.notes_shortened} 段笔记超长，已按整条删减" if cov.notes_shortened else "")
-    )
-    parts = [
-        meta.prompt,
-        meta.model,
-        f"{meta.usage.calls} 次调用",
-        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
-        seen,
-    ]
-    if meta.redactions:
-        parts.append(f"脱敏 {sum(meta.redactions.values())} 处")
-    if meta.dropped_citations:
-        parts.append(f"删去无据引用 {meta.dropped_citations} 处" + dropped_why(d))
-    if meta.failed_checks:
-        failed = "、".join(LABELS.get(name, name) for name in meta.failed_checks)
-        parts.append(f"未通过检查：{failed}")
-    return " · ".join(parts)
-
-
-def dropped_why(d: PRDigest) -> str:
-    """What grounding dropped from a digest, by reason; nothing for one stored without it."""
-    reasons = Counter[str](drop.reason for drop in d.meta.dropped)
-    why = "、".join(f"{label} {reasons[r]}" for r, label in DROP_REASONS.items() if reasons[r])
-    return f"（{why}）" if why else ""
-
-
-def weekly_footer(r: WeeklyReport) -> str:
-    """The report's provenance as plain text: prompt, model, and what its content cost to make.
-
-    The usage is that of the digests and narrative shown, whichever run made them, so a rerun
-    that makes nothing new prints the same footer.
-    """
-    meta = r.meta
-    parts = [
-        meta.prompt,
-        meta.model,
-        f"导读与周报共调用 {meta.usage.calls} 次",
-        f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
-    ]
-    if meta.dropped_citations:
-        parts.append(f"删去无据引用 {meta.dropped_citations} 处")
-    return " · ".join(parts)
+# Titles
 
 
 def period(r: WeeklyReport) -> tuple[str, str]:
@@ -179,6 +91,7 @@ class DigestView:
     title: str  # the page's
     heading: Line
     meta: tuple[Text, ...]
+    notice: str  # said before the verdict of a digest that failed its checks
     verdict: Line
     advice: tuple[str, ...]  # paragraphs
     sections: tuple[Section, ...]
@@ -196,19 +109,24 @@ def digest_view(d: PRDigest, tz: str = "Asia/Shanghai") -> DigestView:
         ("评审讨论", c.discussion, False),
         ("后续跟进", c.follow_ups, False),
     )
-    tags = _joined(map(Code, d.tags), " ") or (Words("无"),)
-    related = (Words(" · 相关："), _refs(urls, c.related_prs, " ")) if c.related_prs else ()
+    tags = joined(map(TagCode, d.tags), " ") or (Words("无"),)
+    related = (Words(" · 相关："), refs(urls, c.related_prs, " ")) if c.related_prs else ()
     merged = f"合并于 {local_time(d.merged_at, tz)}" if d.merged_at else "未合并"
     score = (Words(f"（约 {c.minutes} 分钟）· 重要性 "), Strong(f"{c.importance:.1f}"))
     return DigestView(
         title=f"#{d.number} {one_line(c.title)} · {d.repo}",
-        heading=_heading(urls.pr(d.number), d.number, c.title),
+        heading=pr_heading(urls.pr(d.number), d.number, c.title),
         meta=(
             Line((Words("原标题："), d.original_title)),
             Line((Words("@"), d.author)),
             Words(merged),
             Words(f"+{d.additions} / −{d.deletions}"),
             Words(f"{d.changed_files} 个文件"),
+        ),
+        notice=(
+            f"⚠ 这篇导读未通过检查（{failed_checks(d)}），阅读时请以原 PR 为准。"
+            if d.meta.failed_checks
+            else ""
         ),
         verdict=Line((Verdict(c.verdict), *score, Words("/10："), c.importance_reason)),
         advice=tuple(paragraphs(c.advice)),
@@ -228,6 +146,7 @@ class WeeklyView:
     title: str
     lead: str
     meta: tuple[Text, ...]
+    notice: str  # a banner at the top for a week with PRs missing or digests failing checks
     empty: str  # said instead of all below the meta line, for a week without PRs
     summary: Line | None  # the figures, for a week without a narrative
     sections: tuple[Section, ...]
@@ -235,9 +154,13 @@ class WeeklyView:
     links: Links
 
 
-def weekly_view(r: WeeklyReport) -> WeeklyView:
-    """The weekly report: lead, highlights and risks first, then the full report with its tables."""
+def weekly_view(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> WeeklyView:
+    """The weekly report: lead, highlights and risks first, then the full report with its tables.
+
+    `digest_link` gives where a PR's digest is, so every PR row links to it too.
+    """
     f, n = r.facts, r.narrative
+    to = _linker(digest_link, {d.number for d in r.digests})
     urls = links(f.repo, {d.number: d.url for d in r.digests})
     first, last = period(r)
     moment = r.meta.generated_at
@@ -253,108 +176,13 @@ def weekly_view(r: WeeklyReport) -> WeeklyView:
         title=weekly_title(r),
         lead=(n.lead or lead(f)) if n else "",
         meta=meta,
+        notice=notice(r),
         empty="本周没有合入任何 PR。" if empty else "",
-        summary=_filled(lambda e: figures(f, e)) if n is None and not empty else None,
-        sections=() if empty else (*_narrative(r, urls), *_data(r, urls)),
+        summary=filled(lambda e: figures(f, e)) if n is None and not empty else None,
+        sections=() if empty else (*narrative_sections(r, urls, to), *data_sections(r, urls, to)),
         footer="" if empty else weekly_footer(r),
         links=urls,
     )
-
-
-FACT_RISKS = "由数据标出的风险"
-
-
-def _narrative(r: WeeklyReport, urls: Links) -> list[Section]:
-    """The sections around the model's prose; one with nothing to show is left out."""
-    f, n = r.facts, r.narrative
-    if n is None:
-        return []
-    standout = [_filled(lambda e: author_highlight(f, e))] if author_highlight(f) else []
-    highlights: tuple[Text, ...] = (*n.highlights, *standout)
-    # The model's risks, else every PR the facts flag; the full report adds the ones it leaves.
-    flagged = () if n.risks else tuple(fact_risks(f))
-    added = tuple(risks(n.risks, f)[len(n.risks) :])
-    full_risks = Items(tuple(n.risks), long=added, label=FACT_RISKS)
-    rows = key_rows(r)
-    full: list[tuple[str, Block | None]] = [
-        ("执行摘要", Para(Line((*_filled(lambda e: figures(f, e)).parts, n.summary)))),
-        ("本周重点变化", Items(tuple(n.key_changes)) if n.key_changes else None),
-        ("模块与主题趋势", _trends(n.trends, urls) if n.trends else None),
-        ("风险观察", full_risks if n.risks or added else None),
-        ("重点 PR 速览", _key_table(rows, urls) if rows else None),
-        ("后续建议", Items(tuple(n.follow_ups), numbered=True) if n.follow_ups else None),
-    ]
-    shown = [(title, block) for title, block in full if block is not None]
-    sections = []
-    if highlights:
-        sections.append(Section(Words("本周亮点"), (Items(highlights),), callout="highlights"))
-    if n.risks or flagged:
-        top = Items(tuple(n.risks), long=flagged, label=FACT_RISKS)
-        sections.append(Section(Words("风险观察"), (top,), callout="risks"))
-    numbered = [Section(Words(f"{i}. {t}"), (b,), level=3) for i, (t, b) in enumerate(shown, 1)]
-    return [*sections, Section(Words("完整周报"), sections=tuple(numbered))]
-
-
-def _trends(trends: list[Trend], urls: Links) -> Table:
-    rows = tuple(Row((t.theme, _refs(urls, t.prs), t.judgement)) for t in trends)
-    return Table(("主题", "代表 PR", "趋势判断"), rows, ("", "", ""))
-
-
-def _key_table(rows: list[KeyRow], urls: Links) -> Table:
-    cells = [
-        (
-            _refs(urls, row.numbers, "/", linked=True),
-            row.topic,
-            Words(f"{row.importance:.1f}" if row.importance is not None else "—"),
-            row.note,
-        )
-        for row in rows
-    ]
-    return Table(("PR", "标题/主题", "重要性", "关键观察"), _rows(cells), ("pr", "", "num", ""))
-
-
-def _rows(cells: Iterable[tuple[Text, ...]]) -> tuple[Row, ...]:
-    return tuple(map(Row, cells))
-
-
-def _data(r: WeeklyReport, urls: Links) -> list[Section]:
-    """The week's figures, every PR, and the PRs whose digest failed."""
-    f = r.facts
-    counts = _rows((tag, Words(str(count))) for tag, count in f.tags.items())
-    blocks: list[Block] = [Table(("标签", "PR 数"), counts, ("", "num"), compact=True)]
-    if f.hot_files:
-        hot = _rows((Code(h.path), _refs(urls, h.prs)) for h in f.hot_files)
-        blocks.append(Table(("热点文件", "PR"), hot, ("", ""), compact=True))
-    if f.authors:
-        blocks.append(Para(_filled(lambda e: author_line(f, e))))
-    if f.first_time:
-        who = [Line((a.author, Words("（"), _refs(urls, a.prs), Words("）"))) for a in f.first_time]
-        blocks.append(Para(Line((Words("首次贡献者："), *_joined(who, "、"), Words("。")))))
-    prs = tuple(
-        Row(
-            (
-                _refs(urls, [d.number], linked=True),
-                d.content.title,
-                Line(_joined(map(Code, d.tags), " ")),
-                Verdict(d.content.verdict),
-                Words(f"{d.content.importance:.1f}"),
-            ),
-            pr=d.number,
-            tags=tuple(dict.fromkeys(map(tag_name, d.tags))),  # as the facts count them
-        )
-        for d in r.digests
-    )
-    every = Table(("PR", "导读标题", "标签", "阅读建议", "重要性"), prs, ("pr", "", "", "", "num"))
-    sections = [
-        Section(Words("本周数据"), tuple(blocks)),
-        Section(Words("全部 PR"), (TagFilter(tuple(f.tags.items()), len(r.digests)), every)),
-    ]
-    if r.failed:
-        failed = [Line((_refs(urls, [x.number]), Words("："), x.error)) for x in r.failed]
-        again = Para(Words("重新运行同一命令只会重试这些 PR。"))
-        items = Items(long=tuple(failed), label="未能生成导读的 PR")
-        sections.append(Section(Words("未能生成导读的 PR"), (items, again)))
-    return sections
 
 
 @dataclass(frozen=True)
@@ -366,31 +194,64 @@ class TagsView:
     links: Links
 
 
-def tags_view(v: LabelsView) -> TagsView:
-    """The labels view: the week's PRs by tag, each with its verdict and advice."""
+def tags_view(v: LabelsView, *, digest_link: DigestLink | None = None) -> TagsView:
+    """The labels view: the week's PRs by tag, each with its verdict and advice (and a link to
+    its digest, where `digest_link` gives one); all tags come grouped by module, type and
+    label after a table of contents, one tag asked for alone."""
+    to = _linker(digest_link, {pr.number for g in v.groups for pr in g.prs})
     urls = links(v.repo, {pr.number: pr.url for g in v.groups for pr in g.prs})
-    groups = tuple(
+    level = 2 if v.tag is not None else 3
+    groups = [
         Section(
             Line((g.tag, Words(f"（{len(g.prs)}）"))),
-            sections=tuple(map(_tagged, g.prs)),
+            sections=tuple(_tagged(pr, to(pr.number), level + 1) for pr in g.prs),
+            level=level,
             empty="" if g.prs else "本周没有这个标签的 PR。",
+            anchor=anchor(f"{one_line(g.tag)}（{len(g.prs)}）"),
         )
         for g in v.groups
-    )
+    ]
     tags = [Line((Tag(t), Words(f"（{count}）"))) for t, count in v.available.items()]
-    available = Line((Words("本周有 PR 的标签："), *_joined(tags, "、"), Words("。")))
+    available = Line((Words("本周有 PR 的标签："), *joined(tags, "、"), Words("。")))
     return TagsView(
         title=f"{v.repo} · 标签视图",
         heading=Line((v.repo, Words(" · 标签视图 · "), v.title)),
-        sections=groups,
+        sections=tuple(groups) if v.tag is not None else _by_kind(v, groups),
         available=available if tags else None,
         links=urls,
     )
 
 
-def _tagged(pr: TaggedPR) -> Section:
+def _by_kind(v: LabelsView, groups: list[Section]) -> tuple[Section, ...]:
+    """The tags' groups under their kind (module, type, label), after a table of contents
+    that links each tag to its group."""
+    kinds: dict[str, list[tuple[TagGroup, Section]]] = {}
+    for g, s in zip(v.groups, groups, strict=True):
+        kinds.setdefault(g.kind, []).append((g, s))
+    contents = [
+        Line((Words(f"{KINDS[kind]}："), *joined((_entry(g, s) for g, s in pairs), "、")))
+        for kind, pairs in kinds.items()
+    ]
+    return (
+        Section(Words("目录"), (Items(tuple(contents)),)),
+        *(
+            Section(Words(KINDS[k]), sections=tuple(s for _, s in pairs))
+            for k, pairs in kinds.items()
+        ),
+    )
+
+
+def _entry(g: TagGroup, s: Section) -> Line:
+    return Line((Link(g.tag, f"#{s.anchor}"), Words(f"（{len(g.prs)}）")))
+
+
+def _tagged(pr: TaggedPR, digest: str | None, level: int) -> Section:
     advice = paragraphs(pr.advice)
     verdict = Line((Verdict(pr.verdict), Words(f"（约 {pr.minutes} 分钟）。"), *advice[:1]))
+    checks = flag({pr.number: pr.failed_checks})
+    heading = pr_heading(pr.url, pr.number, pr.title, digest)
     return Section(
-        _heading(pr.url, pr.number, pr.title), (Para(verdict), *map(Para, advice[1:])), level=3
+        Line((*heading.parts, *checks)),
+        (Para(verdict), *map(Para, advice[1:])),
+        level=level,
     )

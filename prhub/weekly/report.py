@@ -140,27 +140,52 @@ def author_highlight(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
     )
 
 
+REVERTS = "撤销了"
+BREAKS = "可能破坏现有用法"
+UNTESTED = "改了代码但没有改测试"
+
+
 def fact_risks(f: WeeklyFacts, cited: Collection[int] = ()) -> list[str]:
     """One risk line per PR the facts flag (a revert, a breaking change, code without tests),
     in PR order, for the PRs not in `cited`."""
     said: defaultdict[int, list[str]] = defaultdict(list)
     for rev in f.reverts:
-        target = f"#{rev.reverted}" if rev.reverted else "一个未知 PR"
         delay = f"（合入后 {rev.delay_hours} 小时）" if rev.delay_hours is not None else ""
-        said[rev.number].append(f"撤销了 {target}{delay}")
+        said[rev.number].append(f"{REVERTS} {_reverted(rev)}{delay}")
     breaks: defaultdict[int, list[str]] = defaultdict(list)
     for b in f.breaking:
         # A reason's own colon ("配置项删除：a.b") would nest inside the line's.
         breaks[b.number] += [r.replace("：", " ", 1) for r in b.reasons]
     for number, reasons in breaks.items():
-        said[number].append("可能破坏现有用法：" + "，".join(dict.fromkeys(reasons)))
+        said[number].append(f"{BREAKS}：" + "，".join(dict.fromkeys(reasons)))
     for number in f.untested:
-        said[number].append("改了代码但没有改测试")
+        said[number].append(UNTESTED)
     return [
         f"#{n} {'；'.join(dict.fromkeys(parts))}。"
         for n, parts in sorted(said.items())
         if n not in cited
     ]
+
+
+def fact_headlines(f: WeeklyFacts) -> list[str]:
+    """The risks the facts flag in short, one line for each revert, one for the breaking
+    changes and one for the code without tests: the top of a report, before the full list."""
+    lines = [f"#{rev.number} {REVERTS} {_reverted(rev)}。" for rev in f.reverts]
+    if f.breaking:
+        lines.append(f"{_few([b.number for b in f.breaking])} {BREAKS}。")
+    if f.untested:
+        lines.append(f"{_few(f.untested)} {UNTESTED}。")
+    return lines
+
+
+def _reverted(rev: Revert) -> str:
+    return f"#{rev.reverted}" if rev.reverted else "一个未知 PR"
+
+
+def _few(numbers: list[int], most: int = 5) -> str:
+    """PRs by number, the first `most` of them and how many in all."""
+    shown = "、".join(f"#{n}" for n in numbers[:most])
+    return shown + (f" 等 {len(numbers)} 个 PR" if len(numbers) > most else "")
 
 
 def risks(written: list[str], f: WeeklyFacts) -> list[str]:
