@@ -43,6 +43,7 @@ STAGES = {
     "summarize": "summarising",
     "calls": "LLM calls",
     "narrate": "weekly narrative",
+    "github_wait": "seconds waited for GitHub's rate limit",
 }
 QUIET_PLAIN = ("calls",)  # stages with no lines in a log: one a call would flood it
 

@@ -112,4 +112,10 @@ MIGRATIONS = [
         PRIMARY KEY (repo, start, "end", target)
     );
     """,
+    # A fetched pull's ETag and Last-Modified (NULL for none): revalidated with them, an
+    # unchanged PR costs no rate limit (GitHub answers 304).
+    """
+    ALTER TABLE pulls ADD COLUMN etag TEXT;
+    ALTER TABLE pulls ADD COLUMN last_modified TEXT;
+    """,
 ]
