@@ -18,6 +18,7 @@ import typer
 from prhub import __version__
 from prhub.errors import Interrupted, OutputError, PrhubError
 from prhub.options import (
+    BATCH,
     MAX_PR,
     SETTING_FLAGS,
     SHARED,
@@ -115,7 +116,7 @@ def _fail(exc: PrhubError) -> NoReturn:
 
 
 @app.command(cls=Command)
-@with_options(SHARED)
+@with_options(BATCH, SHARED)
 def summarize(
     prs: Annotated[
         list[str],
@@ -150,23 +151,28 @@ def summarize(
                 plan = run.dry_run_pr(pr)
             output.write(progress.dry_run_text(plan, settings), out)
             return
+        from prhub.llm.batch import Waiting
+
         run, done = pipeline.Run(settings, "summarize"), False
         try:
             with run:
                 digest = run.summarize(pr)
-            output.publish_digest(digest, settings, chosen, out)
+            if not isinstance(digest, Waiting):
+                output.publish_digest(digest, settings, chosen, out)
             done = True
         finally:
             # A failed run still says what it paid for.
             if not options["quiet"] and (done or run.stats.usage.calls):
                 line = progress.run_summary(run.stats, time.monotonic() - started, settings)
                 typer.echo(f"prhub: {line}", err=True)
+        if isinstance(digest, Waiting):
+            _waiting(digest, settings)
     except PrhubError as exc:
         _fail(exc)
 
 
 @app.command(cls=Command)
-@with_options(WEEK, SHARED)
+@with_options(WEEK, BATCH, SHARED)
 def weekly(
     dry_run: DryRunFlag = False,
     fmt: Fmt = None,
@@ -231,6 +237,7 @@ def _week(
 ) -> None:
     """Runs a week's command, publishes its report, says where and what it cost."""
     from prhub import pipeline, progress
+    from prhub.llm.batch import Waiting
     from prhub.publish import output
 
     started = time.monotonic()
@@ -240,16 +247,32 @@ def _week(
     try:
         with display, run:
             report = run.weekly(w, narrate_week=command == "weekly")
-        written, changed = publish(report) or (None, False)
-        if written is not None and options["quiet"]:
-            typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
-        elif written is not None:
-            display.line(f"{'wrote' if changed else 'unchanged'} {written}")
+        if not isinstance(report, Waiting):
+            written, changed = publish(report) or (None, False)
+            if written is not None and options["quiet"]:
+                typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
+            elif written is not None:
+                display.line(f"{'wrote' if changed else 'unchanged'} {written}")
         done = True
     finally:
         if done or run.stats.usage.calls:  # a failed run still says what it paid for
             display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
-    output.fail_partly(report)
+    if isinstance(report, Waiting):
+        _waiting(report, settings)
+    else:
+        output.fail_partly(report)
+
+
+def _waiting(waiting: Any, settings: Settings) -> None:
+    """Says what a batch run waits for, quiet or not: the report is not written yet. Exit 0
+    (the normal course of batch mode), unless --wait waited as long as it may."""
+    if settings.wait:
+        from prhub.errors import BatchPending
+
+        raise BatchPending(
+            f"waited {settings.batch_wait:g} s (PRHUB_BATCH_WAIT) and {waiting.line()}"
+        )
+    typer.echo(f"prhub: {waiting.line()}", err=True)
 
 
 class ConfigFormat(StrEnum):

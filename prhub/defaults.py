@@ -25,6 +25,9 @@ ENV = {
     "jobs": "PRHUB_JOBS",
     "store": "PRHUB_STORE",
     "prompt_dir": "PRHUB_PROMPT_DIR",
+    "batch": "PRHUB_BATCH",
+    "batch_corrections": "PRHUB_BATCH_CORRECTIONS",
+    "batch_wait": "PRHUB_BATCH_WAIT",
 }
 
 # Where the LLM is called when no base URL is set: the openai SDK's own default.
@@ -33,6 +36,8 @@ OPENAI_URL = "https://api.openai.com/v1"
 # How the reply's shape is asked for, of the modes a user may choose (what each does: `llm.MODES`).
 ResponseMode = Literal["json_schema", "json_object"]
 RESPONSE_MODES: tuple[str, ...] = get_args(ResponseMode)
+# Where batch mode sends a corrective call: online at once, or into the next batch.
+BatchCorrections = Literal["online", "batch"]
 
 # The defaults of the settings that are also command-line options (why each: `config.Settings`).
 DEFAULTS: dict[str, Any] = {
@@ -43,4 +48,5 @@ DEFAULTS: dict[str, Any] = {
     "max_calls": 4,
     "tz": "Asia/Shanghai",
     "jobs": 4,
+    "batch_corrections": "online",
 }

@@ -90,6 +90,12 @@ class PdfUnavailable(PrhubError):
     exit_code = 15
 
 
+class BatchPending(PrhubError):
+    """--wait waited as long as it may and a batch still runs; a rerun collects it."""
+
+    exit_code = 16
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env

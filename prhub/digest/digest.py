@@ -342,7 +342,7 @@ def checked_reply(planned: Plan, messages: Messages, llm: LLM) -> CheckedReply:
         title_only = set(failed) <= checks.TITLE_CHECKS
         if title_only:
             title, more = llm.complete(
-                _title_messages(pr, content, failed, settings, llm), ChineseTitle
+                _title_messages(pr, content, failed, settings, llm), ChineseTitle, correction=True
             )
             again = content.model_copy(update={"title": title.title})
         else:
@@ -350,7 +350,7 @@ def checked_reply(planned: Plan, messages: Messages, llm: LLM) -> CheckedReply:
             # call stays within the budget the first one was planned for.
             *head, last = messages
             told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
-            again, more = llm.complete([*head, told], DigestContent)
+            again, more = llm.complete([*head, told], DigestContent, correction=True)
         usage += more
         again, again_dropped = _grounded(again, pr)
         if title_only:

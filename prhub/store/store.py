@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -63,6 +63,10 @@ class Store:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise StoreError(f"the store {self.path} failed ({exc})") from None
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the store, for the modules that keep tables of their own."""
+        return self._tx()
 
     def pull(self, repo: str, number: int) -> tuple[PullRequest, str] | None:
         """A fetched PR and the updated_at GitHub gave with it, if stored."""
