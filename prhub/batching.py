@@ -47,7 +47,7 @@ def rounds(run: Run, repo: str, work: Callable[[], T]) -> tuple[T, Waiting | Non
     map-reduce PR takes two rounds: its chunk notes, then its final call on them.
     """
     settings = run.settings
-    deadline = time.monotonic() + settings.batch_wait
+    deadline = None  # batch_wait counts from the first wait
     while True:
         llm = run.llm
         if llm is None and BatchBook(run.store, settings.endpoint, settings.model).open_batches(
@@ -65,9 +65,12 @@ def rounds(run: Run, repo: str, work: Callable[[], T]) -> tuple[T, Waiting | Non
         if waiting is None:
             llm.to_batch = False  # what follows (the narrative) goes online
             return done, None
-        left = deadline - time.monotonic()
-        if not settings.wait or left <= 0:
+        if not settings.wait:
             return done, waiting
-        running = llm.wait(left, lambda answered, total: run.progress("batch", answered, total))
+        deadline = deadline or time.monotonic() + settings.batch_wait
+        running = llm.wait(
+            deadline - time.monotonic(),
+            lambda answered, total: run.progress("batch", answered, total),
+        )
         if running:
             return done, Waiting(0, running)

@@ -290,7 +290,10 @@ def _mapped(planned: Plan, llm: LLM, memo: NotesMemo | None) -> Mapped:
         return made, used, secrets
 
     with ThreadPoolExecutor(max_workers=len(planned.calls)) as pool:
-        answered = list(pool.map(chunk, planned.calls))  # in part order, whichever came first
+        # Every call runs though one fails (map() would cancel those not yet started): its
+        # notes are kept for the rerun, and a batch gets every part's request at once.
+        futures = [pool.submit(chunk, messages) for messages in planned.calls]
+        answered = [f.result() for f in futures]  # in part order, whichever came first
     leaked: Counter[str] = Counter()
     for *_, secrets in answered:
         leaked.update(secrets)

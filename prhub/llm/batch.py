@@ -22,6 +22,7 @@ from prhub.llm.batch_api import Answer, Status
 from prhub.llm.llm import LLM
 from prhub.llm.llm_http import check_completion
 from prhub.model import Usage
+from prhub.text import plural
 
 log = logging.getLogger("prhub")
 
@@ -70,7 +71,7 @@ class Waiting(NamedTuple):
         """The run's last line, saying what it waits for."""
         ids = ", ".join(b.id for b in self.batches)
         if self.submitted:
-            head = f"submitted {self.submitted} requests in batch {ids}"
+            head = f"submitted {plural(self.submitted, 'request')} in batch {ids}"
         else:
             head = "batch " + "; ".join(
                 f"{b.id} {b.status} ({b.done}/{b.total} answered)" for b in self.batches

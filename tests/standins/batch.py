@@ -55,6 +55,7 @@ class BatchStandIn(LLMStandIn):
         self.looks: dict[str, int] = {}
         self.inputs: dict[str, list[dict[str, Any]]] = {}  # each batch's request lines
         self.answered: list[dict[str, Any]] = []  # every output line written, usage included
+        self.online_usage: list[dict[str, Any]] = []  # of each chat completion answered online
 
     def script_path(self, pattern: str, responses: list[Any]) -> None:
         """Answer the next requests whose path matches `pattern` with `responses`."""
@@ -63,7 +64,10 @@ class BatchStandIn(LLMStandIn):
     def answer(self, request: dict[str, Any]) -> Answer:
         path, method = request["path"], request["method"]
         if not path.startswith(("/v1/files", "/v1/batches")):
-            return super().answer(request)
+            status, headers, body = super().answer(request)
+            if status == 200 and isinstance(body, dict) and "usage" in body:
+                self.online_usage.append(body["usage"])
+            return status, headers, body
         if (refused := self.unauthorized(request)) is not None:
             return refused
         if (method, path) == ("POST", "/v1/files"):
