@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from prhub import retry
@@ -21,8 +22,10 @@ P = ParamSpec("P")
 
 
 def client(settings: Settings, store: Store, stop: retry.StopToken, mode: str | None) -> Batched:
-    """The run's LLM client in batch mode, its batches kept in `store`."""
-    book = BatchBook(store, settings.endpoint, settings.model)
+    """The run's LLM client in batch mode, its batches kept in `store`; with --refresh, no
+    answer collected before this run is reused."""
+    since = datetime.now(UTC) if settings.refresh else None
+    book = BatchBook(store, settings.endpoint, settings.model, since)
     return Batched(settings, book, stop=stop, mode=mode)
 
 

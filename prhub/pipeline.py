@@ -167,6 +167,7 @@ class Run:
                 tokens_cached=stats.usage.tokens_cached,
                 repo=self.settings.repo or "",
                 model=self.settings.model,
+                **{f"batch_{k}": v for k, v in stats.batch_usage.model_dump().items() if v},
             )
 
     def llm_client(self) -> LLM:

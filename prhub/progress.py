@@ -221,14 +221,15 @@ def _estimate(plan: DryRun, settings: Settings) -> str:
     """The dry run's cost in one sentence."""
     if plan.calls == 0:
         return "estimated cost: $0.00 (nothing to send)"
-    rates = price(settings)
+    rates = batch_price(settings) if settings.batch else price(settings)
     if rates is None:
         return f"estimated cost: unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
     prompts = _dollars(plan.tokens_in, 0, rates)
     longest = _dollars(plan.tokens_in, plan.output_tokens_max, rates)
+    priced = f"{settings.model}, batch prices" if settings.batch else settings.model
     return (
         f"estimated cost: ≈ ${prompts:.4f} for the prompts, at most ≈ ${longest:.4f} "
-        f"with the longest replies ({settings.model})"
+        f"with the longest replies ({priced})"
     )
 
 
@@ -244,7 +245,8 @@ def runs_text(records: Sequence[dict[str, Any]], settings: Settings) -> list[str
             tokens_cached=counts.get("tokens_cached", 0),
         )
         model = counts.get("model") or "model not recorded"
-        priced = cost(usage, settings.model_copy(update={"model": model}))
+        batch = Usage(**{k: counts.get(f"batch_{k}", 0) for k in Usage.model_fields})
+        priced = cost(usage, settings.model_copy(update={"model": model}), batch)
         ended = (
             "unfinished (killed or running)"
             if r["finished_at"] is None

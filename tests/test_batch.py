@@ -337,3 +337,42 @@ def test_the_input_file_is_one_post_a_line():
         "body": body,
     }
     assert "你好" in line  # as sent online, not escaped
+
+
+def test_a_refused_response_format_falls_back_as_online(github, store, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with BatchStandIn(api_key=OPENAI_KEY, flavour="deepseek") as server:
+        server.responder = responder
+        env = cli_env(github, server, store, PRHUB_REPO="acme/rocket")
+        assert_ok(prhub(env, *WEEK, "--batch"))
+        second = prhub(env, *WEEK, "--batch")  # each answer: 400, no json_schema here
+        assert second.stderr.splitlines()[-1].startswith(f"prhub: submitted {PRS} requests")
+        # Learned from then on; the PRs planned before the switch are asked once more in the
+        # prompt the learned mode writes, as an online run would.
+        while not (tmp_path / REPORT).exists() and len(server.batches) < 4:
+            assert_ok(prhub(env, *WEEK, "--batch"))
+        formats = [
+            {line["body"]["response_format"]["type"] for line in lines}
+            for lines in server.inputs.values()
+        ]
+    assert (tmp_path / REPORT).exists()
+    assert formats[0] == {"json_schema"} and set().union(*formats[1:]) == {"json_object"}
+
+
+def test_refresh_asks_the_batch_anew(env, llm):
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    again = prhub(env, *WEEK, "--batch", "--refresh")
+    assert again.stderr.splitlines()[-1].startswith(f"prhub: submitted {PRS} requests")
+    assert len(llm.batches) == 2
+
+
+def test_runs_and_dry_runs_price_batches_at_their_rate(env, llm):
+    online, batch = (prhub(env, *WEEK, "--dry-run", *flag).stdout for flag in ([], ["--batch"]))
+    price = lambda text: float(re.search(r"≈ \$([\d.]+) for the prompts", text).group(1))  # noqa: E731
+    assert "(gpt-4o-mini, batch prices)" in batch
+    assert price(batch) == pytest.approx(price(online) / 2, abs=1e-4)
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    listed = prhub(env, "runs")
+    assert f"{PRS} calls at batch prices" in listed.stdout.splitlines()[0]

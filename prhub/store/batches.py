@@ -13,16 +13,21 @@ from prhub.store.store import Store
 class BatchBook:
     """The batch state of one store for one endpoint and model (llm.batch.Book)."""
 
-    def __init__(self, store: Store, endpoint: str, model: str) -> None:
+    def __init__(
+        self, store: Store, endpoint: str, model: str, since: datetime | None = None
+    ) -> None:
         self.store = store
         self.endpoint = endpoint
         self.model = model
+        # Answers collected before this are not reused (--refresh asks for new ones).
+        self.since = (since or datetime.min.replace(tzinfo=UTC)).isoformat(timespec="seconds")
 
     def answer(self, key: str) -> Answer | None:
         with self.store.transaction() as db:
             row = db.execute(
-                "SELECT status, answer FROM batch_requests WHERE key = ? AND status IS NOT NULL",
-                (key,),
+                "SELECT status, answer FROM batch_requests "
+                "WHERE key = ? AND status IS NOT NULL AND answered_at >= ?",
+                (key, self.since),
             ).fetchone()
         return Answer(row[0], json.loads(row[1])) if row else None
 
