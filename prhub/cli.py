@@ -151,22 +151,21 @@ def summarize(
                 plan = run.dry_run_pr(pr)
             output.write(progress.dry_run_text(plan, settings), out)
             return
-        from prhub.llm.batch import Waiting
-
         run, done = pipeline.Run(settings, "summarize"), False
         try:
             with run:
                 digest = run.summarize(pr)
-            if not isinstance(digest, Waiting):
-                output.publish_digest(digest, settings, chosen, out)
+            waits = pipeline.waits(digest)
+            if waits is None:
+                output.publish_digest(digest, settings, chosen, out)  # type: ignore[arg-type]
             done = True
         finally:
             # A failed run still says what it paid for.
             if not options["quiet"] and (done or run.stats.usage.calls):
                 line = progress.run_summary(run.stats, time.monotonic() - started, settings)
                 typer.echo(f"prhub: {line}", err=True)
-        if isinstance(digest, Waiting):
-            _waiting(digest, settings)
+        if waits is not None:
+            _waiting(waits, settings)
     except PrhubError as exc:
         _fail(exc)
 
@@ -237,17 +236,17 @@ def _week(
 ) -> None:
     """Runs a week's command, publishes its report, says where and what it cost."""
     from prhub import pipeline, progress
-    from prhub.llm.batch import Waiting
     from prhub.publish import output
 
     started = time.monotonic()
     w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
     display = progress.Display(options["quiet"])
-    run, done = pipeline.Run(settings, command, progress=display), False
+    run, done, waits = pipeline.Run(settings, command, progress=display), False, None
     try:
         with display, run:
             report = run.weekly(w, narrate_week=command == "weekly")
-        if not isinstance(report, Waiting):
+        waits = pipeline.waits(report)
+        if waits is None:
             written, changed = publish(report) or (None, False)
             if written is not None and options["quiet"]:
                 typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
@@ -257,22 +256,20 @@ def _week(
     finally:
         if done or run.stats.usage.calls:  # a failed run still says what it paid for
             display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
-    if isinstance(report, Waiting):
-        _waiting(report, settings)
+    if waits is None:
+        output.fail_partly(report)  # type: ignore[arg-type]
     else:
-        output.fail_partly(report)
+        _waiting(waits, settings)
 
 
-def _waiting(waiting: Any, settings: Settings) -> None:
+def _waiting(line: str, settings: Settings) -> None:
     """Says what a batch run waits for, quiet or not: the report is not written yet. Exit 0
     (the normal course of batch mode), unless --wait waited as long as it may."""
     if settings.wait:
         from prhub.errors import BatchPending
 
-        raise BatchPending(
-            f"waited {settings.batch_wait:g} s (PRHUB_BATCH_WAIT) and {waiting.line()}"
-        )
-    typer.echo(f"prhub: {waiting.line()}", err=True)
+        raise BatchPending(f"waited {settings.batch_wait:g} s (PRHUB_BATCH_WAIT) and {line}")
+    typer.echo(f"prhub: {line}", err=True)
 
 
 class ConfigFormat(StrEnum):

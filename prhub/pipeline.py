@@ -429,6 +429,12 @@ class Run:
         )
 
 
+def waits(result: object) -> str | None:
+    """What a batch-mode run's result waits for, as its closing line; None for a digest or a
+    report."""
+    return result.line() if isinstance(result, Waiting) else None
+
+
 def summarize_pr(
     number: int,
     settings: Settings,

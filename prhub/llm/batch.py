@@ -69,14 +69,16 @@ class Waiting(NamedTuple):
 
     def line(self) -> str:
         """The run's last line, saying what it waits for."""
-        ids = ", ".join(b.id for b in self.batches)
-        if self.submitted:
-            head = f"submitted {plural(self.submitted, 'request')} in batch {ids}"
-        else:
-            head = "batch " + "; ".join(
-                f"{b.id} {b.status} ({b.done}/{b.total} answered)" for b in self.batches
-            )
-        return f"{head}; rerun to collect (the report is not written yet)"
+        running = self.batches[1:] if self.submitted else self.batches
+        said = (
+            [f"submitted {plural(self.submitted, 'request')} in batch {self.batches[0].id}"]
+            if self.submitted
+            else []
+        )
+        if running:
+            states = "; ".join(f"{b.id} {b.status} ({b.done}/{b.total} answered)" for b in running)
+            said.append(f"batch {states}")
+        return f"{'; '.join(said)}; rerun to collect (the report is not written yet)"
 
 
 def request_key(body: dict[str, Any]) -> str:
@@ -108,6 +110,7 @@ class Batched(LLM):
         self._deferred: dict[str, dict[str, Any]] = {}  # not answered, in no running batch
         self._waiting: set[str] = set()  # running batches holding requests this run needs
         self._running: dict[str, Status] = {}  # running batches as last seen
+        self._sizes: dict[str, int] = {}  # requests in each batch this run sent
         self._local = threading.local()  # how the call this thread makes now is answered
 
     def _create(
@@ -197,6 +200,7 @@ class Batched(LLM):
             batch_id = batch_api.submit(self.client, held, self.settings, self.stop_token)
             self.book.submitted(batch_id, dict.fromkeys(held, repo))
             statuses.append(Status(batch_id, "validating", 0, len(held)))
+            self._sizes[batch_id] = len(held)
         for batch_id in sorted(waiting):
             statuses.append(running.get(batch_id) or self._retrieve(batch_id))
         with self._lock:
@@ -212,7 +216,11 @@ class Batched(LLM):
             with self._lock:
                 ids = sorted(self._waiting)
             states = [self._retrieve(i) for i in ids]
-            tick(sum(s.done for s in states), sum(s.total for s in states))
+            # A batch being validated may count no requests yet: this run knows how many.
+            tick(
+                sum(s.done for s in states),
+                sum(s.total or self._sizes.get(s.id, 0) for s in states),
+            )
             running = [s for s in states if s.status not in batch_api.FINISHED]
             left = deadline - time.monotonic()
             if not running or left <= 0:

@@ -26,7 +26,7 @@ def multipart(request: dict[str, Any]) -> dict[str, tuple[str | None, bytes]]:
     """A multipart/form-data body's fields: name -> (filename, content)."""
     kind = request["headers"].get("content-type", "")
     head = f"Content-Type: {kind}\r\n\r\n".encode()
-    message = BytesParser(policy=HTTP).parsebytes(head + request["raw"])
+    message = BytesParser(policy=HTTP).parsebytes(head + request["raw"].encode())
     fields = {}
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
