@@ -390,15 +390,22 @@ def init_ci(
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
+    pages: Annotated[
+        bool,
+        typer.Option(
+            "--pages",
+            help="publish the site on GitHub Pages instead of committing each report",
+        ),
+    ] = False,
 ) -> None:
-    """Write the weekly-report GitHub Actions workflow into a repository."""
+    """Write the weekly GitHub Actions workflow into a repository (--pages: the site on Pages)."""
     from prhub import ci
 
     try:
-        written = ci.init_ci(path, install=install, force=force)
+        written = ci.init_ci(path, install=install, force=force, pages=pages)
     except PrhubError as exc:
         _fail(exc)
-    typer.echo(ci.next_steps(written, install), nl=False)
+    typer.echo(ci.next_steps(written, install, pages=pages), nl=False)
 
 
 @app.command("help", cls=Command)
