@@ -99,6 +99,8 @@ def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
     if runs and settings.repo is None and (found := git_origin(Path.cwd())):
         typer.echo(f"prhub: repository {found}, from `git remote get-url origin`", err=True)
         settings = load_settings({**flags, "repo": found}, config=options.get("config"))
+    if settings.wait and not settings.batch:
+        raise ConfigError("--wait waits for a batch: add --batch (or PRHUB_BATCH=true)")
     if settings.prompt_dir is not None and not settings.prompt_dir.is_dir():
         where = settings.sources.get("prompt_dir", "")
         raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")

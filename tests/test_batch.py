@@ -241,6 +241,15 @@ def test_batch_mode_from_the_config_file_and_the_environment(env, llm, tmp_path)
     assert len(llm.batches) == 2
 
 
+def test_wait_without_batch_mode_is_refused(env, llm):
+    result = prhub(env, *WEEK, "--wait")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "prhub: error: --wait waits for a batch: add --batch (or PRHUB_BATCH=true)"
+    ]
+    assert llm.requests == []
+
+
 def test_summarize_in_batch_mode(env, llm):
     first = prhub(env, "summarize", "--pr", "101", "--batch")
     assert_ok(first)

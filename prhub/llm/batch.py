@@ -152,12 +152,6 @@ class Batched(LLM):
                 self.batch_spent += call
         return super()._spend(call)
 
-    @property
-    def deferred(self) -> int:
-        """Requests of this run not answered yet: held for a new batch, or in a running one."""
-        with self._lock:
-            return len(self._deferred) + len(self._waiting)
-
     def collect(self, repo: str) -> list[Status]:
         """Reads every finished batch holding `repo`'s requests into the store; returns the
         batches still running."""
