@@ -349,8 +349,8 @@ class Run:
             batching.rounds(self, repo, digest_all) if settings.batch else (digest_all(), None)
         )
         if waiting is not None:  # no week is published without all its digests
-            done = [hit for got in made.values() if got for _, hit in [got]]
-            self.stats = RunStats(prs=len(hits), cached=sum(done), failed=len(failed))
+            cached = sum(got[1] for got in made.values() if got)
+            self.stats = RunStats(prs=len(hits), cached=cached, failed=len(failed))
             return waiting
         digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}
         cached = sum(hit for _, hit in made.values())

@@ -385,3 +385,14 @@ def test_runs_and_dry_runs_price_batches_at_their_rate(env, llm):
     assert_ok(prhub(env, *WEEK, "--batch"))
     listed = prhub(env, "runs")
     assert f"{PRS} calls at batch prices" in listed.stdout.splitlines()[0]
+
+
+def test_a_batch_endpoint_answering_no_batch_is_one_line(env, llm, tmp_path):
+    llm.script_path(r"^/v1/batches$", [(200, {"Content-Type": "text/html"}, b"<html>hi</html>")])
+    result = prhub(env, *WEEK, "--batch")
+    assert result.exit_code == 9, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.endswith("answered POST /batches with no batch; what was collected is kept")
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    assert (tmp_path / REPORT).exists()
