@@ -18,7 +18,8 @@ CORE = {
     "retry", "tags", "text", "transport",
 }  # fmt: skip
 TOP = {
-    "__init__", "__main__", "batching", "ci", "cli", "dryrun", "fanout", "pipeline", "progress",
+    "__init__", "__main__", "batching", "ci", "cli", "dryrun", "fanout", "many", "pipeline",
+    "progress",
 }  # fmt: skip
 
 
