@@ -396,3 +396,22 @@ def test_a_batch_endpoint_answering_no_batch_is_one_line(env, llm, tmp_path):
     assert_ok(prhub(env, *WEEK, "--batch"))
     assert_ok(prhub(env, *WEEK, "--batch"))
     assert (tmp_path / REPORT).exists()
+
+
+def test_weekly_all_in_batch_mode_waits_then_completes_each_repository(env, github, llm, tmp_path):
+    github.mirrors["acme/copy"] = "acme/rocket"
+    (tmp_path / "prhub.toml").write_text('repos = ["acme/rocket", "acme/copy"]\n')
+    all_env = {**env, "PRHUB_REPO": None}
+    first = prhub(all_env, *WEEK, "--all", "--batch")
+    assert_ok(first)
+    rocket, copy = llm.batches  # one batch a repository, each kept under its repository
+    lines = first.stderr.splitlines()
+    assert f"prhub: acme/rocket: submitted {PRS} requests in batch {rocket}; {WAITS}" in lines
+    assert f"prhub: acme/copy: submitted {PRS} requests in batch {copy}; {WAITS}" in lines
+    assert "2 repositories: 0 complete, 2 waiting for a batch (acme/rocket, acme/copy)" in lines[-1]
+    second = prhub(all_env, *WEEK, "--all", "--batch")
+    assert_ok(second)
+    assert "2 repositories: 2 complete (acme/rocket, acme/copy)" in second.stderr.splitlines()[-1]
+    assert f"(gpt-4o-mini, {2 * PRS} calls at batch prices)" in second.stderr.splitlines()[-1]
+    assert (tmp_path / REPORT).exists() and (tmp_path / "reports" / "index.md").exists()
+    assert len(llm.batches) == 2
