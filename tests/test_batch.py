@@ -160,23 +160,43 @@ def test_a_batch_still_running_is_said_and_not_sent_again(env, llm, tmp_path):
     assert (tmp_path / REPORT).exists()
 
 
-def test_expired_requests_go_into_the_next_batch(env, llm, tmp_path, caplog):
-    llm.expire = 2
+@pytest.mark.parametrize(("fault", "ended"), [("expire", "expired"), ("fail", "completed")])
+def test_expired_or_failed_requests_go_into_the_next_batch(
+    env, llm, tmp_path, store, caplog, fault, ended
+):
+    setattr(llm, fault, 2)
     assert_ok(prhub(env, *WEEK, "--batch"))
     second = prhub(env, *WEEK, "--batch")
     assert_ok(second)
     first_id, second_id = llm.batches
-    assert llm.batches[first_id]["status"] == "expired"
-    assert f"batch {first_id} ended expired with 2 of {PRS} requests unanswered" in caplog.text
-    assert (
-        second.stderr.splitlines()[-1]
-        == f"prhub: submitted 2 requests in batch {second_id}; {WAITS}"
+    assert llm.batches[first_id]["status"] == ended
+    assert f"batch {first_id} ended {ended} with 2 of {PRS} requests unanswered" in caplog.text
+    assert second.stderr.splitlines()[-1] == (
+        f"prhub: submitted 2 requests in batch {second_id}; {WAITS}"
     )
-    expired = {line["custom_id"] for line in llm.inputs[first_id][:2]}
-    assert {line["custom_id"] for line in llm.inputs[second_id]} == expired
+    lost = {line["custom_id"] for line in llm.inputs[first_id][:2]}
+    assert {line["custom_id"] for line in llm.inputs[second_id]} == lost
+    with sqlite3.connect(store) as db:  # what came back is kept, digested
+        assert db.execute("SELECT count(*) FROM digests").fetchone()[0] == PRS - 2
+    assert not (tmp_path / REPORT).exists()  # never a week with digests missing
     assert_ok(prhub(env, *WEEK, "--batch"))
     text = (tmp_path / REPORT).read_text()
     assert all(f"#{n}" in text for n in range(101, 107))  # no PR lost
+
+
+def test_a_batch_the_endpoint_lost_is_sent_again(env, llm, tmp_path, caplog):
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    [lost] = llm.batches
+    del llm.batches[lost]
+    again = prhub(env, *WEEK, "--batch")
+    assert_ok(again)
+    assert f"batch {lost} is unknown to " in caplog.text
+    [new] = llm.batches
+    assert (
+        again.stderr.splitlines()[-1] == f"prhub: submitted {PRS} requests in batch {new}; {WAITS}"
+    )
+    assert_ok(prhub(env, *WEEK, "--batch"))
+    assert (tmp_path / REPORT).exists()
 
 
 def test_corrections_go_online_unless_asked_into_a_batch(env, llm, tmp_path):

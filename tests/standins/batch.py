@@ -39,15 +39,16 @@ class BatchStandIn(LLMStandIn):
     """The LLM stand-in with OpenAI's files and batches endpoints.
 
     `polls`: looks at a batch that find it in progress before it is done. `expire`: requests
-    left unanswered when the next batches run out of their window (used up as batches take
-    them). `garbage` and `nameless`: lines of the next output file that are no JSON, or lack
-    their custom_id.
+    left unanswered when the next batches run out of their window; `fail`: requests the next
+    batches answer with a server error (both used up as batches take them). `garbage` and
+    `nameless`: lines of the next output file that are no JSON, or lack their custom_id.
     """
 
-    def __init__(self, *, polls: int = 0, expire: int = 0, **kwargs: Any) -> None:
+    def __init__(self, *, polls: int = 0, expire: int = 0, fail: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.polls = polls
         self.expire = expire
+        self.fail = fail
         self.garbage = 0
         self.nameless = 0
         self.files: dict[str, bytes] = {}
@@ -170,6 +171,9 @@ class BatchStandIn(LLMStandIn):
                 continue
             online = {**request, "method": "POST", "path": ENDPOINT, "body": line["body"]}
             status, _, body = super().answer(online)
+            if self.fail:
+                self.fail -= 1
+                status, _, body = self.fault_answer("500")
             written = {
                 "id": f"batch_req_{next(_ids):06d}",
                 "custom_id": line["custom_id"],
