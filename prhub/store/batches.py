@@ -20,7 +20,7 @@ class BatchBook:
         self.endpoint = endpoint
         self.model = model
         # Answers collected before this are not reused (--refresh asks for new ones).
-        self.since = (since or datetime.min.replace(tzinfo=UTC)).isoformat(timespec="seconds")
+        self.since = _moment(since or datetime.min.replace(tzinfo=UTC))
 
     def answer(self, key: str) -> Answer | None:
         with self.store.transaction() as db:
@@ -99,4 +99,9 @@ class BatchBook:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return _moment(datetime.now(UTC))
+
+
+def _moment(when: datetime) -> str:
+    """A time as the table keeps it: to the microsecond, so that texts sort as times do."""
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
