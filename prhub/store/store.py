@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -80,6 +80,10 @@ class Store:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise StoreError(f"the store {self.path} failed ({exc})") from None
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the store, for the modules that keep tables of their own."""
+        return self._tx()
 
     def pull(self, repo: str, number: int) -> tuple[PullRequest, str] | None:
         """A fetched PR and the updated_at GitHub gave with it, if stored."""
@@ -247,7 +251,6 @@ class Store:
             if d is not None and (old is None or old.meta.created_at < d.meta.created_at):
                 latest[d.number] = d
         return [latest[n] for n in sorted(latest)]
-
 
     def post(self, repo: str, start: datetime, end: datetime, target: str) -> Post | None:
         """What was posted of the week `repo`, `start`, `end` to `target`, if anything."""
