@@ -1,4 +1,5 @@
-"""The GitHub Actions workflow prhub ships, and writing it into a repository checkout."""
+"""The GitHub Actions workflows prhub ships, and writing one into a repository checkout: the
+default commits each weekly report; `pages` publishes the site on GitHub Pages instead."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from prhub import __version__
 from prhub.errors import ConfigError, OutputError
 
 WORKFLOW = Path(".github") / "workflows" / "prhub-weekly.yml"
+PAGES_WORKFLOW = Path(".github") / "workflows" / "prhub-pages.yml"
+# Each mode's file as shipped in examples/github-actions/, and where init_ci writes it.
+_SHIPPED = {False: ("weekly-digest.yml", WORKFLOW), True: ("weekly-pages.yml", PAGES_WORKFLOW)}
 # The workflow's pip requirement for prhub, as it appears there: a JSON string is valid YAML.
 # On the package index `prhub` is another project: `init_ci` writes where this one came from.
 INSTALL_PLACEHOLDER = f"prhub=={__version__}"
@@ -25,9 +29,9 @@ def example_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "examples" / "github-actions"
 
 
-def workflow_text() -> str:
-    """The weekly-digest workflow, as shipped."""
-    return (example_dir() / "weekly-digest.yml").read_text(encoding="utf-8")
+def workflow_text(pages: bool = False) -> str:
+    """The weekly-digest workflow, or with `pages` the weekly-site one, as shipped."""
+    return (example_dir() / _SHIPPED[pages][0]).read_text(encoding="utf-8")
 
 
 def installed() -> dict[str, Any] | None:
@@ -84,18 +88,20 @@ def init_ci(
     install: str | None = None,
     force: bool = False,
     record: dict[str, Any] | None = None,
+    pages: bool = False,
 ) -> Path:
-    """Writes the workflow to `target`/.github/workflows/prhub-weekly.yml and returns that path;
-    it installs `install`, else prhub from where `record` (default: this one's) came from."""
+    """Writes the workflow to `target`/.github/workflows/prhub-weekly.yml (with `pages`:
+    prhub-pages.yml) and returns that path; it installs `install`, else prhub from where
+    `record` (default: this one's) came from."""
     if not target.is_dir():
         what = "is not a directory" if target.exists() else "does not exist"
         raise ConfigError(f"{target} {what}: give the checkout of the repository to add it to")
-    path = target / WORKFLOW
+    path = target / _SHIPPED[pages][1]
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists: pass --force to overwrite it")
     placeholder = json.dumps(INSTALL_PLACEHOLDER)
     chosen = json.dumps(requirement(install, record), ensure_ascii=False)
-    text = workflow_text().replace(placeholder, chosen, 1)
+    text = workflow_text(pages).replace(placeholder, chosen, 1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -104,7 +110,12 @@ def init_ci(
     return path
 
 
-def next_steps(path: Path, install: str | None = None, record: dict[str, Any] | None = None) -> str:
+def next_steps(
+    path: Path,
+    install: str | None = None,
+    record: dict[str, Any] | None = None,
+    pages: bool = False,
+) -> str:
     """What to do after `init_ci`: where prhub comes from, what to set, then commit."""
     chosen = requirement(install, record)
     source = "as given" if install else "where this prhub was installed from"
@@ -113,11 +124,21 @@ def next_steps(path: Path, install: str | None = None, record: dict[str, Any] | 
         if "file:" not in chosen
         else ("That is a path on this machine: a GitHub-hosted runner cannot install it.\n")
     )
+    rerun = "--pages --force" if pages else "--force"
+    # Two workflows would each pay for every week, each in its own cache.
+    other = path.parent / _SHIPPED[not pages][1].name
+    both = f"{other} also runs prhub weekly: delete it unless you want both.\n"
+    site = (
+        '\nSettings > Pages > Build and deployment > Source: "GitHub Actions" (else the run stops\n'
+        "at Configure Pages; the site is then at https://OWNER.github.io/REPO/), and\n"
+    )
     return (
         f"wrote {path}\n"
         f"It installs {chosen} ({source}); to install from elsewhere, edit PRHUB_INSTALL in it\n"
-        f"or rerun with --force --install GIT_URL.\n{local}"
-        "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
+        f"or rerun with {rerun} --install GIT_URL.\n{local}"
+        f"{both if other.exists() else ''}"
+        f"Next, in the repository on GitHub:{site if pages else ' '}"
+        "Settings > Secrets and variables > Actions:\n"
         "  secret    OPENAI_API_KEY    the key of your OpenAI-compatible endpoint (required)\n"
         "  variable  OPENAI_BASE_URL   e.g. https://api.deepseek.com/v1 (unset: OpenAI)\n"
         "  variable  PRHUB_MODEL       e.g. deepseek-chat (unset: gpt-4o-mini)\n"

@@ -176,11 +176,18 @@ def weekly(
             "--out", help=help_text("file, or - for stdout", "YEAR-WNN.md in reports/OWNER/REPO")
         ),
     ] = None,
+    all_repos: Annotated[
+        bool,
+        typer.Option("--all", help="each repository the config file's `repos` names, and an index"),
+    ] = False,
     **options: Any,
 ) -> None:
     """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs."""
     chosen = out_format(fmt, out)
     try:
+        if all_repos:
+            _all_repos(options, chosen, out, dry_run)
+            return
         settings = _settings(options)
         from prhub import pipeline, progress
         from prhub.publish import output
@@ -198,6 +205,29 @@ def weekly(
         _week("weekly", settings, options, lambda r: output.publish_weekly(r, chosen, out))
     except PrhubError as exc:
         _fail(exc)
+
+
+def _all_repos(options: dict[str, Any], chosen: Any, out: str | None, dry_run: bool) -> None:
+    """`weekly --all`: every repository of the config file in one run, each with its section."""
+    for flag, given in (("--repo", options["repo"]), ("--out", out)):
+        if given is not None:
+            raise typer.BadParameter(
+                f"--all writes each configured repository's report to its own path: drop {flag}",
+                param_hint="'--all'",
+            )
+    from prhub import many, progress
+
+    settings = _settings(options, runs=False)
+    for line in progress.notices(settings):
+        typer.echo(f"prhub: {line}", err=True)
+    many.weekly_all(
+        settings,
+        lambda name: _settings({**options, "repo": name}, runs=False),
+        {n: options[n] for n in WINDOW_FLAGS},
+        chosen,
+        quiet=options["quiet"],
+        dry_run=dry_run,
+    )
 
 
 @app.command(cls=Command)
@@ -370,15 +400,22 @@ def init_ci(
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
+    pages: Annotated[
+        bool,
+        typer.Option(
+            "--pages",
+            help="publish the site on GitHub Pages instead of committing each report",
+        ),
+    ] = False,
 ) -> None:
-    """Write the weekly-report GitHub Actions workflow into a repository."""
+    """Write the weekly GitHub Actions workflow into a repository (--pages: the site on Pages)."""
     from prhub import ci
 
     try:
-        written = ci.init_ci(path, install=install, force=force)
+        written = ci.init_ci(path, install=install, force=force, pages=pages)
     except PrhubError as exc:
         _fail(exc)
-    typer.echo(ci.next_steps(written, install), nl=False)
+    typer.echo(ci.next_steps(written, install, pages=pages), nl=False)
 
 
 @app.command("help", cls=Command)

@@ -53,6 +53,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     repo: str | None = None
+    # The repositories `--all` runs, in order: the file's `repos` list, or its sections' names.
+    repos: tuple[str, ...] = ()
     github_url: str = DEFAULTS["github_url"]
     github_token: SecretStr | None = None
     openai_base_url: str | None = None
@@ -92,13 +94,24 @@ class Settings(BaseModel):
     @field_validator("repo")
     @classmethod
     def _repo_shape(cls, value: str | None) -> str | None:
-        if value is not None and not (
-            REPO_SHAPE.fullmatch(value) and value.split("/")[1] not in {".", ".."}
-        ):
-            raise ValueError(
-                f"repository must look like owner/name (letters, digits, '-' in the owner; "
-                f"also '.' and '_' in the name), got {value!r}"
-            )
+        return value if value is None else _repo_shaped(value)
+
+    @field_validator("repos", mode="before")
+    @classmethod
+    def _repos_text(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(repo_name(v) if isinstance(v, str) else v for v in value)
+        return value
+
+    @field_validator("repos")
+    @classmethod
+    def _repos_once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        seen: set[str] = set()
+        for name in value:
+            _repo_shaped(name)
+            if name.lower() in seen:  # GitHub's names ignore case: one run would be two
+                raise ValueError(f"names {name} twice")
+            seen.add(name.lower())
         return value
 
     @field_validator("github_token", "openai_api_key")
@@ -164,6 +177,16 @@ class Settings(BaseModel):
         return hashlib.sha256(data.encode()).hexdigest()[:12]
 
 
+def _repo_shaped(value: str) -> str:
+    """`value` when it is a repository's owner/name, else a ValueError saying what it must be."""
+    if not (REPO_SHAPE.fullmatch(value) and value.split("/")[1] not in {".", ".."}):
+        raise ValueError(
+            f"repository must look like owner/name (letters, digits, '-' in the owner; "
+            f"also '.' and '_' in the name), got {value!r}"
+        )
+    return value
+
+
 def price(settings: Settings) -> Price | None:
     """USD per million input, output and cached input tokens of the model in use, if known."""
     return {**PRICES, **settings.prices}.get(settings.model)
@@ -216,13 +239,27 @@ class _File(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     prices: dict[str, _Price] = {}
+    # One section per repository, or only their names: `repos = ["o/a", "o/b"]`.
     repos: dict[str, dict[str, Any]] = {}
     noise_globs: list[str] | None = None
 
+    @field_validator("repos", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return dict.fromkeys(value, {})  # names without settings of their own
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"must be a list of repositories (owner/name) or a table per repository, "
+                f"got {value!r}"
+            )
+        return value
 
-# The keys a config file may set: every setting but secrets, switches for one run, provenance.
+
+# The keys a config file may set: every setting but secrets, switches for one run, provenance;
+# `repos` only at the top, where it names the repositories or holds their sections.
 FILE_KEYS = tuple(
-    name for name in Settings.model_fields if name not in (*SECRETS, *PER_RUN, "sources")
+    name for name in Settings.model_fields if name not in (*SECRETS, *PER_RUN, "sources", "repos")
 )
 
 
@@ -302,7 +339,10 @@ def _file_values(
 ) -> tuple[dict[str, Any], dict[str, _Origin]]:
     """A config file's values for `repo` and their tables: its top level, then that section."""
     top = _shaped(data, _Origin("file", path=path))
-    repos = data.get("repos") or {}
+    listed = data.get("repos") or {}
+    if listed:  # a list of names, or the sections' names, in the file's order
+        top["repos"] = list(listed)
+    repos = listed if isinstance(listed, dict) else {}
     for name, section in repos.items():  # a typo is refused in every section, used or not
         _check_keys(section, _Origin("file", path=path, table=("repos", name)))
     name = repo or top.get("repo") or ""

@@ -90,6 +90,17 @@ class PdfUnavailable(PrhubError):
     exit_code = 15
 
 
+class ReposFailed(PrhubError):
+    """Repositories of a --all run failed for different reasons; the others are complete."""
+
+    exit_code = 17
+
+    def __init__(self, message: str, exit_code: int = 17) -> None:
+        # Repositories that all failed alike exit as that failure does.
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,12 @@ from prhub import __version__, ci
 from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, next_steps, requirement, workflow_text
 from prhub.errors import ConfigError
 from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
-from tests.standins import GitHubStandIn, LLMStandIn
+from tests.standins import GitHubStandIn, LLMStandIn, runner
 from tests.standins.llm import MODEL
+from tests.standins.runner import EXPRESSION, triggers
 
-EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
-# How GitHub runs a step whose shell is `bash`.
-BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
 REPORT = "reports/acme/rocket/2026-W31.md"
+JOB = "weekly"
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +32,8 @@ def workflow() -> dict[Any, Any]:
     return data
 
 
-def triggers(workflow: dict[Any, Any]) -> dict[str, Any]:
-    """The `on:` table, which YAML 1.1 reads as the key True."""
-    return workflow["on"] if "on" in workflow else workflow[True]
-
-
 def steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
-    return workflow["jobs"]["weekly"]["steps"]
+    return runner.steps(workflow, JOB)
 
 
 def prhub_step(workflow: dict[Any, Any]) -> dict[str, Any]:
@@ -48,21 +41,8 @@ def prhub_step(workflow: dict[Any, Any]) -> dict[str, Any]:
 
 
 def step(workflow: dict[Any, Any], *, id: str = "", uses: str = "", name: str = "") -> Any:
-    """The one step with this id, action (without version) or name."""
-    found = [
-        s
-        for s in steps(workflow)
-        if (id and s.get("id") == id)
-        or (uses and s.get("uses", "").split("@")[0] == uses)
-        or (name and s.get("name") == name)
-    ]
-    assert len(found) == 1, (id, uses, name, found)
-    return found[0]
-
-
-def expand(text: str, values: dict[str, str]) -> str:
-    """`text` with each ${{ expression }} replaced by its test value; unknown ones fail."""
-    return EXPRESSION.sub(lambda m: values[m.group(1)], text)
+    """The one step of the weekly job with this id, action (without version) or name."""
+    return runner.step(workflow, JOB, id=id, uses=uses, name=name)
 
 
 def run_step(
@@ -73,27 +53,8 @@ def run_step(
     env: dict[str, str],
     prelude: str = "",
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
-    """Runs a step's exact script as an Actions runner would; returns it and its outputs."""
-    runner = cwd.parent / "runner"
-    runner.mkdir(exist_ok=True)
-    outputs = runner / "output"
-    outputs.write_text("")
-    layers = (workflow.get("env", {}), workflow["jobs"]["weekly"].get("env", {}), target["env"])
-    step_env = {k: expand(str(v), values) for layer in layers for k, v in layer.items()}
-    full_env = {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "HOME": str(runner),
-        "RUNNER_TEMP": str(runner),
-        "GITHUB_OUTPUT": str(outputs),
-        **env,
-        **step_env,
-    }
-    script = prelude + expand(target["run"], values)
-    done = subprocess.run(
-        [*BASH, "-c", script], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120
-    )
-    written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
-    return done, written
+    """Runs a step of the weekly job as an Actions runner would; returns it and its outputs."""
+    return runner.run_step(workflow, JOB, target, values, cwd, env, prelude)
 
 
 def test_weekly_on_monday_morning_beijing_and_by_hand(workflow: dict[Any, Any]) -> None:
@@ -379,14 +340,6 @@ def test_init_ci_refuses_a_target_that_is_not_a_directory(tmp_path: Path) -> Non
     a_file.write_text("x")
     with pytest.raises(ConfigError, match="is not a directory"):
         init_ci(a_file)
-
-
-@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
-@pytest.mark.parametrize("install", [INSTALL_PLACEHOLDER, "https://github.com/acme/prhub@v0.2.0"])
-def test_actionlint_accepts_the_workflow(tmp_path: Path, install: str | None) -> None:
-    path = init_ci(tmp_path, install=install)
-    done = subprocess.run(["actionlint", str(path)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(

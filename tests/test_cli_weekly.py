@@ -208,7 +208,8 @@ def test_labels_takes_the_formats_of_the_other_commands(env, fmt):
         assert [pr["number"] for pr in group["prs"]] == [101, 103]
     else:
         assert (
-            result.stdout.startswith("<!doctype html>") and "<h2>rollout（2）</h2>" in result.stdout
+            result.stdout.startswith("<!doctype html>")
+            and '<h2 id="rollout2">rollout（2）</h2>' in result.stdout
         )
     bad = prhub(env, *args, "--format", "docx")
     assert bad.exit_code == 2 and "Traceback" not in bad.output
@@ -431,6 +432,37 @@ def test_init_ci_writes_the_workflow_once(env, tmp_path, monkeypatch):
     again = prhub(env, "init-ci", str(tmp_path))
     assert again.exit_code == 3 and "--force" in again.stderr
     assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
+
+
+def test_init_ci_pages_writes_the_pages_workflow_and_says_to_turn_pages_on(
+    env, tmp_path, monkeypatch
+):
+    import yaml
+
+    from prhub import ci
+
+    monkeypatch.setattr(ci, "installed", lambda: GIT_RECORD)
+    result = prhub(env, "init-ci", "--pages", str(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    written = tmp_path / ".github" / "workflows" / "prhub-pages.yml"
+    wanted = "prhub @ git+https://github.com/acme/prhub@5f1c2e9"
+    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == wanted
+    assert not (tmp_path / ".github" / "workflows" / "prhub-weekly.yml").exists()
+    assert result.stdout.startswith(
+        f"wrote {written}\n"
+        f"It installs {wanted} (where this prhub was installed from); to install from elsewhere, "
+        "edit PRHUB_INSTALL in it\n"
+        "or rerun with --pages --force --install GIT_URL.\n"
+        "Next, in the repository on GitHub:\n"
+        'Settings > Pages > Build and deployment > Source: "GitHub Actions" (else the run stops\n'
+        "at Configure Pages; the site is then at https://OWNER.github.io/REPO/), and\n"
+        "Settings > Secrets and variables > Actions:\n"
+    )
+    again = prhub(env, "init-ci", "--pages", str(tmp_path))
+    assert again.exit_code == 3 and "--force" in again.stderr
+    both = prhub(env, "init-ci", str(tmp_path))  # the default mode is still the commit one
+    assert both.exit_code == 0, both.stderr
+    assert f"{written} also runs prhub weekly: delete it unless you want both.\n" in both.stdout
 
 
 def test_init_ci_refuses_to_guess_an_install_from_the_index(env, tmp_path, monkeypatch):

@@ -73,6 +73,42 @@ def test_a_repo_named_in_the_file_picks_its_own_section(tmp_path):
     assert (s.repo, s.model, s.jobs) == ("o/r", "repo-model", 5)
 
 
+# The repositories of `weekly --all`
+
+
+def test_repos_lists_the_repositories_as_github_names_them(tmp_path):
+    path = toml(tmp_path, 'repos = ["o/a", "O/B.git", "https://github.com/o/c"]\nmodel = "m"\n')
+    s = load_settings({}, env={}, cwd=tmp_path)
+    assert s.repos == ("o/a", "O/B", "o/c")
+    assert s.sources["repos"] == f"file {path}"
+    assert s.repo is None  # the list picks no repository for a run of one
+
+
+def test_the_sections_name_the_repositories_when_there_is_no_list(tmp_path):
+    toml(tmp_path, LAYERED + '\n[repos."o/plain"]\n')
+    s = load_settings({}, env={}, cwd=tmp_path)
+    assert s.repos == ("o/r", "o/other", "o/plain")  # in the file's order
+    # Each keeps applying to its own repository.
+    assert load_settings({"repo": "o/r"}, env={}, cwd=tmp_path).model == "repo-model"
+    assert load_settings({"repo": "o/plain"}, env={}, cwd=tmp_path).model == "file-model"
+
+
+def test_a_bad_repos_list_names_the_file_and_the_key(tmp_path):
+    path = toml(tmp_path, 'repos = ["o/a", "O/A"]\n')
+    assert error(tmp_path) == f"{path} repos: names O/A twice"
+    toml(tmp_path, 'repos = ["o/a", "not a repo"]\n')
+    assert error(tmp_path).startswith(f"{path} repos: repository must look like owner/name")
+    toml(tmp_path, "repos = [1]\n")
+    assert error(tmp_path).startswith(f"{path} repos: must be a list of repositories")
+    toml(tmp_path, '[repos."o/a"]\nrepos = ["o/b"]\n')
+    assert error(tmp_path).startswith(f'{path} [repos."o/a"] repos: no such setting')
+
+
+def test_a_list_and_sections_cannot_both_be_written(tmp_path):
+    path = toml(tmp_path, 'repos = ["o/a"]\n\n[repos."o/a"]\njobs = 2\n')
+    assert error(tmp_path).startswith(f"cannot read config file {path}: ")
+
+
 def test_unset_flags_and_empty_variables_fall_through(tmp_path):
     toml(tmp_path, LAYERED)
     s = load_settings({"repo": "o/r", "jobs": None}, env={"PRHUB_MODEL": ""}, cwd=tmp_path)
@@ -242,7 +278,10 @@ def test_bad_values_name_their_flag_or_their_file_and_table(tmp_path):
     toml(tmp_path, "[tags]\nascend = 3\n")
     assert error(tmp_path) == f"{path} [tags] ascend: must be text, got 3"
     toml(tmp_path, "repos = 3\n")
-    assert error(tmp_path) == f"{path} repos: must be a table, got 3"
+    assert error(tmp_path) == (
+        f"{path} repos: must be a list of repositories (owner/name) or a table per repository, "
+        "got 3"
+    )
 
 
 def test_no_message_carries_pydantics_words(tmp_path):

@@ -17,7 +17,7 @@ CORE = {
     "config", "defaults", "errors", "fields", "logmask", "model", "names", "options", "paths",
     "retry", "tags", "text", "transport",
 }  # fmt: skip
-TOP = {"__init__", "__main__", "ci", "cli", "dryrun", "fanout", "pipeline", "progress"}
+TOP = {"__init__", "__main__", "ci", "cli", "dryrun", "fanout", "many", "pipeline", "progress"}
 
 
 def stage(module: str) -> str:

@@ -194,6 +194,40 @@ def test_search_reaches_only_1000_results(tmp_path: Path) -> None:
         assert len(list(found)) == 1000
 
 
+def test_a_mirror_serves_a_folder_under_its_own_name() -> None:
+    mirrors = {"Acme/Mirror": "acme/rocket", "acme/second": "acme/booster"}
+    with GitHubStandIn(DATA, mirrors=mirrors) as server:
+        gh = client(server)
+        repo = gh.get_repo("acme/mirror")
+        assert repo.full_name == "Acme/Mirror"
+        pull = repo.get_pull(106)
+        assert pull.url == f"{server.url}/repos/Acme/Mirror/pulls/106"
+        assert pull.html_url == "https://github.com/Acme/Mirror/pull/106"
+        files = list(pull.get_files())
+        assert files and all("acme/rocket" not in f.blob_url for f in files)
+        assert search(gh, f"repo:Acme/Mirror is:merged {BEIJING_WEEK_31}") == [
+            101, 102, 103, 104, 105, 106
+        ]  # fmt: skip
+        item = gh.search_issues(f"repo:Acme/Mirror {BEIJING_WEEK_31}")[0]
+        assert item.html_url == "https://github.com/Acme/Mirror/pull/101"
+        contents = raw(server, "/repos/acme/second/contents/.gitattributes").json()
+        assert contents["html_url"] == "https://github.com/acme/second/blob/main/.gitattributes"
+        # The folder it mirrors is served as before.
+        assert gh.get_repo("acme/rocket").get_pull(106).url.endswith("/acme/rocket/pulls/106")
+
+
+def test_a_repository_that_is_down_answers_502_and_the_others_do_not() -> None:
+    with GitHubStandIn(DATA, mirrors={"acme/mirror": "acme/rocket"}) as server:
+        server.down.add("ACME/Mirror")
+        for path in ("/repos/acme/mirror", "/repos/acme/mirror/pulls/101/files"):
+            assert raw(server, path).status_code == 502
+        assert raw(server, "/search/issues", q="repo:acme/mirror is:pr").status_code == 502
+        assert raw(server, "/repos/acme/rocket/pulls/101").status_code == 200
+        assert raw(server, "/search/issues", q="repo:acme/rocket is:pr").status_code == 200
+        server.down.clear()
+        assert raw(server, "/repos/acme/mirror").status_code == 200
+
+
 def test_bad_token(github: GitHubStandIn) -> None:
     with pytest.raises(BadCredentialsException):
         client(github, token="ghp_wrong").get_repo("acme/rocket")

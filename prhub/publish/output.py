@@ -16,11 +16,14 @@ from prhub.errors import OutputError, PartialFailure
 from prhub.model import PRDigest
 from prhub.options import SUFFIX, Format
 from prhub.publish import html, labels, pdf, render
+from prhub.publish.overview import Entry, index_markdown
 from prhub.publish.parts import one_line
 from prhub.text import plural
+from prhub.weekly.analyse import Window
 from prhub.weekly.report import WeeklyReport
 
 REPORTS = Path("reports")
+INDEX = REPORTS / "index.md"  # the week of many repositories, beside their folders
 
 
 def digest_text(d: PRDigest, fmt: Format, tz: str) -> str:
@@ -206,6 +209,13 @@ def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> tuple[
         _no_links(default)
     path = target(out, default)
     return path, write(weekly_file(report, fmt), path)
+
+
+def publish_index(entries: list[Entry], w: Window, tz: str) -> tuple[Path, bool]:
+    """Writes the week's index of many repositories to reports/index.md; where, and whether
+    the file changed."""
+    _no_links(INDEX)
+    return INDEX, write(index_markdown(w, tz, entries), INDEX)
 
 
 def _no_links(path: Path) -> None:

@@ -75,6 +75,8 @@ class GitHubStandIn(StandIn):
     `<N>.comments.json` (review comments) and `<N>.issue_comments.json` (conversation comments)
     are its lists, paged as GitHub pages them; `<owner>/<repo>/contents/<path>` is a file of the
     default branch. `latency` delays every answer; `page_limit` caps a page below GitHub's 100.
+    `mirrors` serves a folder under other names too ({"acme/a": "verl-project/verl"}), its
+    payloads naming the mirror; a repository in `down` answers every request with a 502.
     `requests`, `paths()`, `per_pr()` and `most_in_flight` tell what a client asked.
     """
 
@@ -91,12 +93,15 @@ class GitHubStandIn(StandIn):
         trickle: float = 0.0,
         latency: float = 0.0,
         page_limit: int = 100,
+        mirrors: dict[str, str] | None = None,
     ) -> None:
         super().__init__(port=port, fault_rate=fault_rate, seed=seed, trickle=trickle)
         self.data_dir = Path(data_dir)
         self.token = token
         self.latency = latency  # seconds before every answer
         self.page_limit = page_limit  # most items a page holds, whatever per_page asks
+        self.mirrors = dict(mirrors or {})  # a name served -> the folder that holds its data
+        self.down: set[str] = set()  # repositories GitHub fails for, in any case
         # resource -> [limit, window seconds, used, reset epoch], as GitHub counts per hour/minute
         self._limits = {"core": [5000, 3600, 0, 0], "search": [30, 60, 0, 0]}
 
@@ -192,6 +197,8 @@ class GitHubStandIn(StandIn):
             if auth not in (f"token {self.token}", f"Bearer {self.token}"):
                 body = {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}
                 return 401, {}, body
+        if self._is_down(request):
+            return 502, {}, {"message": "Server Error", "status": "502"}
         if request["method"] != "GET":
             return _not_found()
         path, query = request["path"], request["query"]
@@ -219,14 +226,39 @@ class GitHubStandIn(StandIn):
             return _not_found()
         if not sub:
             return 200, {}, pull
-        folder = self.data_dir / owner / repo / "pulls"
         name = "issue_comments" if kind == "issues" else sub.removeprefix("/")
-        extra = folder / f"{number}.{name}.json"
-        items = json.loads(extra.read_text()) if extra.exists() else []
+        items = self._read(owner, repo, f"pulls/{number}.{name}.json") or []
         return self._page(items, request)
+
+    def _is_down(self, request: dict[str, Any]) -> bool:
+        """Whether the request is about a repository in `down`: by its path, or a search's repo:."""
+        match = re.match(r"/repos/([^/]+/[^/]+)", request["path"])
+        named = [match[1]] if match else []
+        if request["path"] == "/search/issues":
+            terms = (request["query"].get("q") or [""])[0].split()
+            named = [t.removeprefix("repo:") for t in terms if t.startswith("repo:")]
+        down = {name.lower() for name in self.down}
+        return any(name.lower() in down for name in named)
+
+    def _dir(self, owner: str, repo: str) -> Path:
+        """The folder that holds a repository's data: its own, or the one it mirrors."""
+        return self.data_dir / self.mirrors.get(f"{owner}/{repo}", f"{owner}/{repo}")
+
+    def _read(self, owner: str, repo: str, name: str) -> Any:
+        """A JSON file of the repository's folder, None if absent; a mirror's names itself."""
+        path = self._dir(owner, repo) / name
+        if not path.exists():
+            return None
+        text = path.read_text()
+        if (source := self.mirrors.get(f"{owner}/{repo}")) is not None:
+            text = text.replace(source, f"{owner}/{repo}")
+        return json.loads(text)
 
     def _folder(self, owner: str, repo: str) -> tuple[str, str] | None:
         """The repository's folder names: GitHub matches owner and name in any case."""
+        for name in self.mirrors:
+            if f"{owner}/{repo}".lower() == name.lower():
+                return name.split("/")[0], name.split("/")[1]
         for folder in self.data_dir.glob("*/*"):
             if folder.is_dir() and f"{owner}/{repo}".lower() == "/".join(folder.parts[-2:]).lower():
                 return folder.parts[-2], folder.parts[-1]
@@ -234,7 +266,7 @@ class GitHubStandIn(StandIn):
 
     def _contents(self, owner: str, repo: str, path: str) -> Answer:
         """A file of the default branch as GET /repos/{o}/{r}/contents/{path} returns it."""
-        root = (self.data_dir / owner / repo / "contents").resolve()
+        root = (self._dir(owner, repo) / "contents").resolve()
         file = (root / path).resolve()
         if not path or not file.is_relative_to(root) or not file.is_file():
             return _not_found()
@@ -303,8 +335,8 @@ class GitHubStandIn(StandIn):
         }
 
     def _pull(self, owner: str, repo: str, number: int) -> dict[str, Any] | None:
-        path = self.data_dir / owner / repo / "pulls" / f"{number}.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        pull: dict[str, Any] | None = self._read(owner, repo, f"pulls/{number}.json")
+        return pull
 
     def _issue(self, pull: dict[str, Any]) -> dict[str, Any]:
         """The issue GitHub keeps for a pull request, as search and /issues/N return it."""
@@ -384,11 +416,12 @@ class GitHubStandIn(StandIn):
             else:
                 text = term.lower()
                 tests.append(lambda p, t=text: t in f"{p['title']}\n{p['body']}".lower())
-        folders = [self.data_dir / r / "pulls" for r in repos] or self.data_dir.glob("*/*/pulls")
+        every = [f.parts[-3:-1] for f in self.data_dir.glob("*/*/pulls")]
+        named = [self._folder(*r.split("/")) for r in repos]
         pulls = [
-            json.loads(path.read_text())
-            for folder in folders
-            for path in sorted(folder.glob("*.json"))
+            self._read(owner, name, f"pulls/{path.name}")
+            for owner, name in ([n for n in named if n] if repos else every)
+            for path in sorted((self._dir(owner, name) / "pulls").glob("*.json"))
             if path.stem.isdigit()
         ]
         found = [p for p in pulls if all(test(p) for test in tests)]
