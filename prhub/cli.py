@@ -368,6 +368,43 @@ def import_(
 
 
 @app.command(cls=Command)
+@with_options({n: SHARED[n] for n in ("store", "config", "quiet", "verbose")}, {"tz": WEEK["tz"]})
+def site(
+    out: Annotated[
+        Path, typer.Argument(help="the folder to build the site in", show_default=False)
+    ],
+    repos: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--repo", metavar="<str>", help=help_text("only this repository (repeatable)", "all")
+        ),
+    ] = None,
+    pdf: Annotated[
+        bool | None,
+        typer.Option(
+            "--pdf/--no-pdf",
+            help=help_text("a PDF of each week, printed by Chromium", "when Chromium is there"),
+        ),
+    ] = None,
+    **options: Any,
+) -> None:
+    """Build a static site from the store: repositories, weeks, digests, tags, feed, search."""
+    from prhub import pipeline
+    from prhub.names import repo_name
+
+    try:
+        settings = _settings(options, runs=False)
+        names = [repo_name(r) for r in repos] if repos else None
+        done = pipeline.build_site(settings, out, names, pdf=pdf)
+    except PrhubError as exc:
+        _fail(exc)
+    if done.no_pdf:  # a warning, also with --quiet: the site lacks what it usually has
+        typer.echo(f"prhub: warning: no PDFs in the site: {done.no_pdf}", err=True)
+    if not options["quiet"]:
+        typer.echo(f"prhub: {done.summary()}", err=True)
+
+
+@app.command(cls=Command)
 @with_options({"prompt_dir": SHARED["prompt_dir"]})
 def prompts(**options: Any) -> None:
     """List the prompt templates and their versions; the latest is used."""

@@ -101,6 +101,12 @@ class ReposFailed(PrhubError):
         self.exit_code = exit_code
 
 
+class EmptySite(PrhubError):
+    """The store holds nothing a site could show."""
+
+    exit_code = 18
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env

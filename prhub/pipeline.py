@@ -7,13 +7,15 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prhub import dryrun, retry
-from prhub.config import Settings
+from prhub.config import Settings, default_store
 from prhub.digest import digest
 from prhub.errors import (
+    EmptySite,
     GitHubAuthError,
     GitHubUnavailable,
     Interrupted,
@@ -44,6 +46,9 @@ from prhub.weekly.report import (
     WeeklyMeta,
     WeeklyReport,
 )
+
+if TYPE_CHECKING:
+    from prhub.publish.site import SiteResult
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
 T = TypeVar("T")
@@ -432,3 +437,17 @@ def weekly(
     command = "weekly" if narrate else "labels"
     with Run(settings, command, source=source, llm=llm, store=store, progress=progress) as run:
         return run.weekly(w, narrate_week=narrate)
+
+
+def build_site(
+    settings: Settings, out: Path, repos: list[str] | None = None, *, pdf: bool | None = None
+) -> SiteResult:
+    """Builds the static site of the store's repositories (or of `repos`) into `out`; PDFs
+    when `pdf` (None: when Chromium is there). The store is only read."""
+    from prhub.publish import site
+
+    path = settings.store or default_store()
+    if not path.exists():  # no store is made only to find it empty
+        raise EmptySite(f"there is no store at {path}: run prhub weekly first, or pass --store")
+    with closing(Store(path)) as store:
+        return site.build(settings, store, out, repos, pdf)

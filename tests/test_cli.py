@@ -355,6 +355,7 @@ def test_the_cli_runs_stages_through_the_pipeline_and_imports_names_where_define
         "store",
         "llm",
         "pipeline",
+        "many",  # the pipeline over the configured repositories
         "progress",
         "config",
         "errors",

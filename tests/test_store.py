@@ -263,3 +263,46 @@ def test_chunk_notes_are_kept_by_their_request_key(tmp_path):
         assert store.chunk_notes("notes:a") == (notes, Usage(calls=1, tokens_in=900))
     finally:
         store.close()
+
+
+def test_a_site_reads_repositories_their_reports_newest_first_and_each_prs_latest_digest(
+    tmp_path: Path,
+) -> None:
+    from datetime import timedelta
+
+    from tests.factories import digest, report
+
+    week = report()
+    earlier = week.model_copy(
+        update={
+            "facts": week.facts.model_copy(
+                update={
+                    "start": week.facts.start - timedelta(days=7),
+                    "end": week.facts.end - timedelta(days=7),
+                }
+            )
+        }
+    )
+    old = digest(title="先前的标题")
+    new = digest(title="后来的标题")
+    new = new.model_copy(
+        update={
+            "meta": new.meta.model_copy(
+                update={"cache_key": "other", "created_at": old.meta.created_at + timedelta(1)}
+            )
+        }
+    )
+    with closing(Store(tmp_path / "store.db")) as s:
+        assert (s.repos(), s.reports("acme/rocket"), s.digests("acme/rocket")) == ([], [], [])
+        for r in (week, earlier):
+            s.save_report(r)
+        for d in (new, old):
+            s.save_digest(d)
+        s.save_digest(old.model_copy(update={"repo": "acme/other", "number": 7}))
+        assert s.repos() == ["acme/other", "acme/rocket"]
+        assert [r.facts.start for r in s.reports("acme/rocket")] == [
+            week.facts.start,
+            earlier.facts.start,
+        ]
+        assert [d.content.title for d in s.digests("acme/rocket")] == ["后来的标题"]
+        assert [d.number for d in s.digests("acme/other")] == [7]

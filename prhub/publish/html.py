@@ -35,6 +35,11 @@ def _env() -> jinja2.Environment:
     return env
 
 
+def page_environment() -> jinja2.Environment:
+    """The environment every page renders in, a site's too: HTML escaping and the filters."""
+    return _env()
+
+
 def _visible(value: object) -> object:
     if isinstance(value, Markup):
         return Markup(visible(str(value)))
@@ -43,9 +48,12 @@ def _visible(value: object) -> object:
 
 @cache
 def _assets() -> dict[str, str]:
-    """The inline style and script, and a CSP that lets only these two run and nothing load."""
     css = (TEMPLATES / "page.css").read_text(encoding="utf-8")
-    js = (TEMPLATES / "page.js").read_text(encoding="utf-8")
+    return assets(css, (TEMPLATES / "page.js").read_text(encoding="utf-8"))
+
+
+def assets(css: str, js: str) -> dict[str, str]:
+    """A page's inline style and script, and a CSP that lets only these two run and nothing load."""
     csp = (
         f"default-src 'none'; style-src '{_sha256(css)}'; script-src '{_sha256(js)}'; "
         "base-uri 'none'; form-action 'none'"

@@ -204,6 +204,33 @@ class Store:
             ).fetchone()
         return _load(WeeklyReport, row[0]) if row else None
 
+    def repos(self) -> list[str]:
+        """Every repository with a stored report or digest, in order of name."""
+        with self._tx() as db:
+            rows = db.execute("SELECT repo FROM reports UNION SELECT repo FROM digests").fetchall()
+        return sorted(row[0] for row in rows)
+
+    def reports(self, repo: str) -> list[WeeklyReport]:
+        """The repository's stored reports, the latest window first."""
+        with self._tx() as db:
+            rows = db.execute("SELECT data FROM reports WHERE repo = ?", (repo,)).fetchall()
+        found = [r for r in (_load(WeeklyReport, row[0]) for row in rows) if r is not None]
+        # As times, not as the text stored: windows of two timezones have other offsets.
+        return sorted(found, key=lambda r: (r.facts.start, r.facts.end, r.facts.tz), reverse=True)
+
+    def digests(self, repo: str) -> list[PRDigest]:
+        """The repository's latest digest of each PR (the one made last), by PR number."""
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT data FROM digests WHERE repo = ? ORDER BY key", (repo,)
+            ).fetchall()
+        latest: dict[int, PRDigest] = {}
+        for d in (_load(PRDigest, row[0]) for row in rows):
+            old = latest.get(d.number) if d else None
+            if d is not None and (old is None or old.meta.created_at < d.meta.created_at):
+                latest[d.number] = d
+        return [latest[n] for n in sorted(latest)]
+
     def endpoint_mode(self, base_url: str, model: str) -> str | None:
         """The response mode an endpoint was found to accept for `model`, if one was learned."""
         learned = self.endpoint_learned(base_url, model)
