@@ -19,6 +19,7 @@ from prhub import __version__
 from prhub.errors import Interrupted, OutputError, PrhubError
 from prhub.options import (
     MAX_PR,
+    POST,
     SETTING_FLAGS,
     SHARED,
     WEEK,
@@ -166,7 +167,7 @@ def summarize(
 
 
 @app.command(cls=Command)
-@with_options(WEEK, SHARED)
+@with_options(WEEK, POST, SHARED)
 def weekly(
     dry_run: DryRunFlag = False,
     fmt: Fmt = None,
@@ -182,7 +183,8 @@ def weekly(
     ] = False,
     **options: Any,
 ) -> None:
-    """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs."""
+    """Write the Chinese report of an ISO week: highlights, trends, risks, key PRs; post it as a
+    discussion or to a chat webhook, once a week."""
     chosen = out_format(fmt, out)
     try:
         if all_repos:
@@ -279,7 +281,19 @@ def _week(
     finally:
         if done or run.stats.usage.calls:  # a failed run still says what it paid for
             display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
+    failed: list[PrhubError] = []
+    if command == "weekly" and (settings.discuss or settings.notify):
+        posted = pipeline.post(settings, report)  # after the report is written: it is never lost
+        if written is not None and posted.report is not report:
+            publish(posted.report)  # with the link to its new discussion
+        for line in posted.done:
+            display.line(line)
+        failed = posted.failed
+    for exc in failed:
+        typer.echo(f"prhub: error: {exc}", err=True)
     output.fail_partly(report)
+    if failed:
+        raise typer.Exit(failed[-1].exit_code)
 
 
 class ConfigFormat(StrEnum):

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import string
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
-from prhub.defaults import DEFAULTS, ENV, OPENAI_URL, ResponseMode
+from prhub.defaults import DEFAULTS, ENV, OPENAI_URL, NotifyFormat, ResponseMode
 from prhub.errors import ConfigError
 from prhub.logmask import login, shown_url
 from prhub.names import repo_name
@@ -30,7 +31,7 @@ from prhub.names import repo_name
 # GitHub's rules: an owner of letters, digits and single hyphens; a name of letters, digits, . _ -
 REPO_SHAPE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
 
-SECRETS = ("github_token", "openai_api_key")
+SECRETS = ("github_token", "openai_api_key", "notify")  # a webhook's URL is its credential
 PER_RUN = ("refresh", "allow_unmerged", "config_file")  # switches for one run, never in a file
 
 # Estimated USD per million tokens (input, output, input served from the provider's prompt
@@ -84,16 +85,23 @@ class Settings(BaseModel):
     # Tag spellings folded into one, per repository: {"ascend": "npu"}.
     tags: dict[str, str] = {}
     prices: dict[str, Price] = {}
+    # Posting the week (`weekly --discuss`, `--notify`): the discussion category, the repository
+    # it goes to (default: the digested one), where the report is published, a chat webhook.
+    discuss: str | None = None
+    discuss_repo: str | None = None
+    report_url: str | None = None  # a template: {repo}, {owner}, {name}, {week} are filled in
+    notify: SecretStr | None = None
+    notify_format: NotifyFormat | None = None  # default: told by the webhook's host
     config_file: Path | None = None  # where file settings came from, for `prhub config`
     # Where each value that is not a default came from ("env PRHUB_JOBS"), for `prhub config`.
     sources: dict[str, str] = {}
 
-    @field_validator("repo", mode="before")
+    @field_validator("repo", "discuss_repo", mode="before")
     @classmethod
     def _repo_text(cls, value: Any) -> Any:
         return repo_name(value) if isinstance(value, str) else value  # a URL, owner/name.git
 
-    @field_validator("repo")
+    @field_validator("repo", "discuss_repo")
     @classmethod
     def _repo_shape(cls, value: str | None) -> str | None:
         return value if value is None else _repo_shaped(value)
@@ -116,7 +124,7 @@ class Settings(BaseModel):
             seen.add(name.lower())
         return value
 
-    @field_validator("github_token", "openai_api_key")
+    @field_validator("github_token", "openai_api_key", "notify")
     @classmethod
     def _one_word(cls, value: SecretStr | None) -> SecretStr | None:
         # A header cannot carry it: every request would fail, blamed on the URL after retries.
@@ -137,6 +145,36 @@ class Settings(BaseModel):
                 "(%2F, %3F, %23) (the URL is not shown)"
             )
         return value
+
+    @field_validator("notify")
+    @classmethod
+    def _webhook(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not re.match(r"https?://[^/?#]+", value.get_secret_value()):
+            raise ValueError("must be the webhook's http(s) URL (the value is not shown)")
+        return value
+
+    @field_validator("report_url")
+    @classmethod
+    def _report_template(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not _SCHEME.match(value):
+            raise ValueError(f"must be an http(s) URL, got {value!r}")
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"{exc} in {value!r}; a brace of the URL is written twice") from None
+        if unknown := names - set(REPORT_URL_FIELDS):
+            known = ", ".join(f"{{{name}}}" for name in REPORT_URL_FIELDS)
+            raise ValueError(f"{{{sorted(unknown)[0]}}} is no field of it; use {known}")
+        return value
+
+    @field_validator("discuss")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("names no discussion category")
+        return value.strip() if value else value
 
     @field_validator("input_budget", "output_tokens", "max_calls", "jobs", "max_attempts")
     @classmethod
@@ -194,6 +232,11 @@ def _repo_shaped(value: str) -> str:
             f"also '.' and '_' in the name), got {value!r}"
         )
     return value
+
+
+# What a report_url template may name: the repository, its owner and name, and the report's
+# file name without its suffix (2026-W31).
+REPORT_URL_FIELDS = ("repo", "owner", "name", "week")
 
 
 def price(settings: Settings) -> Price | None:
@@ -379,7 +422,7 @@ def _check_keys(data: dict[str, Any], origin: _Origin) -> None:
             )
 
 
-_URLS = ("openai_base_url", "github_url")
+_URLS = ("openai_base_url", "github_url", "report_url")
 _SCHEME = re.compile(r"https?://", re.IGNORECASE)
 
 

@@ -26,6 +26,11 @@ ENV = {
     "jobs": "PRHUB_JOBS",
     "store": "PRHUB_STORE",
     "prompt_dir": "PRHUB_PROMPT_DIR",
+    "discuss": "PRHUB_DISCUSS",
+    "discuss_repo": "PRHUB_DISCUSS_REPO",
+    "report_url": "PRHUB_REPORT_URL",
+    "notify": "PRHUB_NOTIFY",
+    "notify_format": "PRHUB_NOTIFY_FORMAT",
 }
 
 # Where the LLM is called when no base URL is set: the openai SDK's own default.
@@ -34,6 +39,10 @@ OPENAI_URL = "https://api.openai.com/v1"
 # How the reply's shape is asked for, of the modes a user may choose (what each does: `llm.MODES`).
 ResponseMode = Literal["json_schema", "json_object"]
 RESPONSE_MODES: tuple[str, ...] = get_args(ResponseMode)
+
+# The chat webhooks `--notify` posts to, by the shape of their messages.
+NotifyFormat = Literal["feishu", "dingtalk", "wecom", "slack"]
+NOTIFY_FORMATS: tuple[str, ...] = get_args(NotifyFormat)
 
 # The defaults of the settings that are also command-line options (why each: `config.Settings`).
 DEFAULTS: dict[str, Any] = {

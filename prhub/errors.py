@@ -107,6 +107,12 @@ class EmptySite(PrhubError):
     exit_code = 18
 
 
+class PostError(PrhubError):
+    """The week's discussion or chat message could not be posted; the report was written."""
+
+    exit_code = 19
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env

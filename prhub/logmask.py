@@ -18,8 +18,21 @@ _PAIR = re.compile(
 )
 
 
+# Secrets no pattern tells apart, such as a webhook's URL, whose path is its credential.
+_hidden: set[str] = set()
+
+
+def hide(secret: str) -> None:
+    """Masks `secret` in every log line from now on."""
+    if len(secret) >= 8:  # a short one would mask ordinary words
+        _hidden.add(secret)
+
+
 def mask(text: str) -> str:
-    """`text` with each URL shown as config.shown_url shows it and key-like values masked."""
+    """`text` with each hidden secret masked, each URL shown as config.shown_url shows it and
+    key-like values masked."""
+    for secret in sorted(_hidden, key=len, reverse=True):
+        text = text.replace(secret, "***")
     text = _URL.sub(lambda m: shown_url(m.group()) or m.group(), text)
     return _PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 

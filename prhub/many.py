@@ -13,12 +13,13 @@ from typing import Any
 
 from prhub import pipeline, progress, retry
 from prhub.config import Settings
-from prhub.errors import ConfigError, Interrupted, PrhubError, ReposFailed
+from prhub.errors import ConfigError, Interrupted, PostError, PrhubError, ReposFailed
 from prhub.github.source import GitHubSource
 from prhub.model import Usage
 from prhub.options import Format
 from prhub.publish import output
 from prhub.publish.overview import Entry
+from prhub.publish.post import post_week
 from prhub.store.store import Store
 from prhub.text import plural
 from prhub.weekly.analyse import Window
@@ -153,6 +154,8 @@ def _weekly(
                 output.write(f"{outcome.written}\n", None)  # for scripts, as `weekly -q`
             else:
                 display.line(f"{'wrote' if changed else 'unchanged'} {outcome.written}")
+            if s.discuss or s.notify:  # its section's or the flags': after its report is written
+                _post(outcome, s, clients, fmt, display)
             output.fail_partly(outcome.report)
     except PrhubError as exc:
         outcome.exit_code, outcome.error = exc.exit_code, str(exc)
@@ -164,6 +167,22 @@ def _weekly(
             line = progress.run_summary(outcome.stats, time.monotonic() - started, s)
             display.line(f"{outcome.repo}: {line}")
     return outcome
+
+
+def _post(
+    outcome: Outcome, s: Settings, clients: Clients, fmt: Format, display: progress.Display
+) -> None:
+    """Posts a repository's week as its settings ask; a failed post fails the repository."""
+    assert outcome.report is not None
+    client = clients.source(s).client if s.discuss else None
+    posted = post_week(outcome.report, s, clients.store(s), client)
+    if posted.report is not outcome.report:  # written again, with its discussion's link
+        outcome.report = posted.report
+        output.publish_weekly(posted.report, fmt, None)
+    for line in posted.done:
+        display.line(line)
+    if posted.failed:
+        raise PostError("; ".join(map(str, posted.failed)))
 
 
 def _dry_run(

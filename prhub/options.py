@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from prhub.defaults import DEFAULTS, ENV, ResponseMode
+from prhub.defaults import DEFAULTS, ENV, NotifyFormat, ResponseMode
 from prhub.names import pr_ref, repo_name
 
 
@@ -142,6 +142,20 @@ WEEK = {
     "tz": _set("tz", str, "timezone of the week"),
     "jobs": _set("jobs", int, "LLM requests in flight at once, map calls of big PRs included"),
 }
+# Where `weekly` posts the week besides its report: a discussion, a chat webhook.
+POST = {
+    "discuss": _set("discuss", str, "post the week as a discussion in this category"),
+    "discuss_repo": _set(
+        "discuss_repo", str, "where the discussion goes", "the digested repository"
+    ),
+    "report_url": _set(
+        "report_url", str, "where readers find the report: a URL; {repo}, {week} filled in"
+    ),
+    "notify": _set("notify", str, "post the week to this chat webhook (a secret)"),
+    "notify_format": _set(
+        "notify_format", NotifyFormat, "the webhook's message shape", "told by its host"
+    ),
+}
 MAX_PR = 2**31 - 1  # GitHub's numbers are 32-bit; a larger one is a typo
 # GitHub opened in 2008; a year past the next is a typo (`--year 26` for 2026).
 YEARS = (2008, date.today().year + 1)
@@ -194,6 +208,7 @@ def pr_option(values: Sequence[str], repo: str | None) -> tuple[str | None, int]
 SETTING_FLAGS = (
     *("repo", "github_url", "model", "response_mode", "input_budget", "max_calls"),
     *("store", "refresh", "prompt_dir", "tz", "jobs", "allow_unmerged"),
+    *POST,
 )
 WINDOW_FLAGS = ("year", "week", "since", "until")
 C = TypeVar("C", bound=Callable[..., None])

@@ -25,13 +25,14 @@ from prhub.errors import (
 )
 from prhub.fanout import each, staged
 from prhub.github.ratelimit import Validators
-from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, same_time, version
+from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, connect, same_time, version
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import task_prompt
 from prhub.model import PRDigest, PullRequest, Usage
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
+from prhub.publish.post import Posted, post_week
 from prhub.store.keys import digest_key, narrative_key
 from prhub.store.modes import explicit_mode
 from prhub.store.store import Store, StoredNarrative, holder_id
@@ -334,7 +335,7 @@ class Run:
 
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
         """Digests every PR merged in the window, computes its facts, writes the narrative."""
-        settings = self.settings
+        repo, settings = self.repo(), self.settings
         hits = self.hits(w)
         # Each PR digested once fetched, the biggest first among those waiting: the LLM does
         # not wait for the last fetch, nor a big PR's calls for the small ones.
@@ -386,6 +387,8 @@ class Run:
                 if saved
                 else max((d.meta.created_at for d in ordered), default=None),
                 narrative_key=key if saved else "",
+                # Posted by an earlier run: every report of the week links to it.
+                discussion_url=self.store.discussion_url(repo, facts.start, facts.end),
             ),
         )
         if narrate_week:
@@ -473,3 +476,11 @@ def build_site(
         raise EmptySite(f"there is no store at {path}: run prhub weekly first, or pass --store")
     with closing(Store(path)) as store:
         return site.build(settings, store, out, repos, pdf)
+
+
+def post(settings: Settings, report: WeeklyReport) -> Posted:
+    """Posts the week as the settings ask, as a discussion and to a chat webhook, once each."""
+    with ExitStack() as opened:
+        store = opened.enter_context(closing(Store(settings.store)))
+        client = opened.enter_context(closing(connect(settings))) if settings.discuss else None
+        return post_week(report, settings, store, client)

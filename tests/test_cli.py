@@ -485,7 +485,10 @@ def test_the_command_list_shows_each_summary_in_full() -> None:
     ("argv", "says"),
     [
         (["weekly", "--bogus"], "No such option: --bogus"),  # nothing unrelated offered
-        (["weekly", "--rep", "x"], "No such option: --rep (Possible options: --repo)"),
+        (
+            ["weekly", "--rep", "x"],
+            "No such option: --rep (Possible options: --repo, --report-url)",
+        ),
         (["weekly", "--jbos", "2"], "No such option: --jbos (Possible options: --jobs)"),
         (["weekly", "--output", "x"], "No such option: --output (Possible options: --out)"),
         (["summarize", "--dryrun"], "No such option: --dryrun (Possible options: --dry-run)"),

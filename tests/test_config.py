@@ -455,3 +455,57 @@ def test_a_url_whose_password_cannot_be_read_is_refused_unshown(tmp_path, variab
 def test_a_url_with_an_escaped_password_is_taken(tmp_path):
     url = "https://user:pa%3Fss%23x@host.example/v1"
     assert load_settings({}, env={"OPENAI_BASE_URL": url}, cwd=tmp_path).openai_base_url == url
+
+
+# Posting the week
+
+
+def test_posting_settings_come_from_a_repository_section(tmp_path):
+    toml(
+        tmp_path,
+        'notify_format = "slack"\n[repos."o/r"]\ndiscuss = "Weekly"\ndiscuss_repo = "o/talk"\n'
+        'report_url = "https://o.github.io/r/{repo}/{week}.html"\n',
+    )
+    s = load_settings({}, env={"PRHUB_REPO": "o/r"}, cwd=tmp_path)
+    assert (s.discuss, s.discuss_repo, s.notify_format) == ("Weekly", "o/talk", "slack")
+    assert s.report_url == "https://o.github.io/r/{repo}/{week}.html"
+    assert s.notify is None
+
+
+def test_a_webhook_is_a_secret_kept_out_of_files_and_never_echoed(tmp_path):
+    hook = "https://hooks.slack.com/services/T0/B0/SECRETPATH"
+    path = toml(tmp_path, f'notify = "{hook}"\n')
+    assert error(tmp_path) == f"{path}: keep notify out of files; export PRHUB_NOTIFY instead"
+    path.unlink()
+    s = load_settings({}, env={"PRHUB_NOTIFY": hook}, cwd=tmp_path)
+    assert s.notify is not None and s.notify.get_secret_value() == hook
+    assert "SECRETPATH" not in repr(s) and "SECRETPATH" not in str(s)
+    refused = error(tmp_path, env={"PRHUB_NOTIFY": "hooks.slack.com/services/SECRETPATH"})
+    assert refused == "PRHUB_NOTIFY: must be the webhook's http(s) URL (the value is not shown)"
+    assert error(tmp_path, {"notify_format": "teams"}) == (
+        "--notify-format: must be 'feishu', 'dingtalk', 'wecom' or 'slack', got 'teams'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("o.github.io/{week}", "must be an http(s) URL, got 'o.github.io/{week}'"),
+        (
+            "https://o.io/{month}.html",
+            "{month} is no field of it; use {repo}, {owner}, {name}, {week}",
+        ),
+        ("https://o.io/{week", "a brace of the URL is written twice"),
+    ],
+)
+def test_a_report_url_template_names_only_what_prhub_fills_in(tmp_path, template, message):
+    assert message in error(tmp_path, {"report_url": template})
+    assert error(tmp_path, {"report_url": template}).startswith("--report-url: ")
+
+
+def test_a_discussion_repository_is_a_repository_name(tmp_path):
+    s = load_settings({"discuss_repo": "https://github.com/o/talk.git"}, env={}, cwd=tmp_path)
+    assert s.discuss_repo == "o/talk"
+    assert error(tmp_path, env={"PRHUB_DISCUSS_REPO": "talk"}).startswith(
+        "PRHUB_DISCUSS_REPO: repository must look like owner/name"
+    )

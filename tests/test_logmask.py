@@ -45,3 +45,13 @@ def test_the_handler_masks_what_any_logger_writes(capsys: pytest.CaptureFixture[
         logger.removeHandler(handler)
     err = capsys.readouterr().err
     assert "s3cretpass" not in err and "k3y" not in err and "http://h/v1?api-key=***" in err
+
+
+def test_a_hidden_secret_is_masked_in_every_line_from_then_on() -> None:
+    path = "/services/T0/B0/h1dd3nWebhookPath"
+    line = f"HTTP Request: POST https://hooks.slack.com{path} 200"
+    assert logmask.mask(line) == line  # no pattern tells a webhook's path from any other
+    logmask.hide(path)
+    assert logmask.mask(line) == "HTTP Request: POST https://hooks.slack.com*** 200"
+    logmask.hide("short")  # too short to hide: it would mask ordinary words
+    assert logmask.mask("a short line") == "a short line"

@@ -307,3 +307,36 @@ def test_a_site_reads_repositories_their_reports_newest_first_and_each_prs_lates
         ]
         assert [d.content.title for d in s.digests("acme/rocket")] == ["后来的标题"]
         assert [d.number for d in s.digests("acme/other")] == [7]
+
+
+def test_posts_are_kept_by_week_and_target_and_name_the_weeks_discussion(tmp_path):
+    from prhub.store.store import Post
+    from tests.factories import report
+
+    r = report()
+    f = r.facts
+    with closing(Store(tmp_path / "s.db")) as store:
+        assert store.post(f.repo, f.start, f.end, "acme/rocket") is None
+        assert store.discussion_url(f.repo, f.start, f.end) is None
+        hook = Post("webhook:slack", "webhook:0123456789abcdef", "", "", "h1")
+        store.save_post(f.repo, f.start, f.end, hook)
+        assert store.discussion_url(f.repo, f.start, f.end) is None  # a chat message has none
+        page = "https://github.com/acme/rocket/discussions/7"
+        made = Post("discussion", "acme/rocket", page, "D_kwDO1", "h2")
+        store.save_post(f.repo, f.start, f.end, made)
+        store.save_post(f.repo, f.start, f.end, made._replace(hash="h3"))  # updated in place
+        assert store.post(f.repo, f.start, f.end, "acme/rocket") == made._replace(hash="h3")
+        assert store.post(f.repo, f.start, f.end, hook.target) == hook
+        assert store.discussion_url(f.repo, f.start, f.end) == page
+        assert store.post(f.repo, f.end, f.end, "acme/rocket") is None  # another window
+
+
+def test_a_store_restored_from_a_site_knows_the_discussion_its_report_names(tmp_path):
+    from tests.factories import report
+
+    r = report()
+    page = "https://github.com/acme/rocket/discussions/9"
+    linked = r.model_copy(update={"meta": r.meta.model_copy(update={"discussion_url": page})})
+    with closing(Store(tmp_path / "s.db")) as store:
+        store.restore([], [(linked, r.meta.narrative_key, None)])
+        assert store.discussion_url(r.facts.repo, r.facts.start, r.facts.end) == page

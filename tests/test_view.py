@@ -250,3 +250,25 @@ def test_a_digest_that_failed_its_checks_says_so_before_its_verdict():
         "⚠ 这篇导读未通过检查（文档改动评分偏高、建议未点名文件），阅读时请以原 PR 为准。"
     )
     assert digest_view(digest()).notice == ""
+
+
+def test_a_weeks_discussion_is_linked_at_the_end_of_every_format():
+    from prhub.publish.html import weekly_html
+
+    r = report()
+    page = "https://github.com/acme/rocket/discussions/7"
+    posted = r.model_copy(update={"meta": r.meta.model_copy(update={"discussion_url": page})})
+    assert weekly_view(r).discussion == "" and "参与讨论" not in render.weekly_markdown(r)
+    assert weekly_view(posted).discussion == page
+    text = render.weekly_markdown(posted)
+    assert text.count(f"[参与讨论]({page})") == 1
+    assert text.index("## 全部 PR") < text.index("参与讨论") < text.index("<sub>")
+    assert f'<a href="{page}">参与讨论</a>' in weekly_html(posted)
+
+
+def test_a_discussion_url_that_is_no_web_page_is_not_linked():
+    r = report()
+    for url in ("javascript:alert(1)", "https://x.example/a b", "https://x.example/(x)"):
+        bad = r.model_copy(update={"meta": r.meta.model_copy(update={"discussion_url": url})})
+        assert weekly_view(bad).discussion == ""
+        assert "参与讨论" not in render.weekly_markdown(bad)

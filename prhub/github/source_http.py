@@ -291,7 +291,8 @@ def _check(response: requests.Response) -> None:
         return  # not modified: what the caller holds is current, at no cost to the budget
     if 300 <= status < 400:
         raise GitHubUnavailable(f"GitHub answered {status} to {where} without a Location: {ADVICE}")
-    if status != 200:  # PyGithub would wait on a 202 forever; the others mean nothing here
+    # 201: an issue prhub posted. PyGithub would wait on a 202 forever; the others mean nothing.
+    if status not in (200, 201):
         raise GitHubUnavailable(f"GitHub answered {status} to {where}, not 200: {ADVICE}")
     for link in response.links.values():  # pagination that PyGithub would follow
         if other := transport.other_origin(response.url, link.get("url", "")):

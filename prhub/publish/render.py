@@ -168,7 +168,8 @@ def _env() -> jinja2.Environment:
 
 @jinja2.pass_context
 def _md(context: jinja2.runtime.Context, x: Text, table: bool = False) -> str:
-    return md_text(x, table, context["v"].links)
+    # A view without links of its own (the index across repositories) cites no PR.
+    return md_text(x, table, getattr(context["v"], "links", None))
 
 
 def markdown(template: str, view: object) -> str:

@@ -3,6 +3,7 @@ items, links, badges and footers. Markdown (`render`) and HTML (`html`) render t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -152,6 +153,10 @@ class WeeklyView:
     sections: tuple[Section, ...]
     footer: str
     links: Links
+    discussion: str = ""  # the week's discussion page (参与讨论), "" when none
+
+
+_PAGE = re.compile(r"https?://[^\s()<>\"'`]+")
 
 
 def weekly_view(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> WeeklyView:
@@ -182,6 +187,8 @@ def weekly_view(r: WeeklyReport, *, digest_link: DigestLink | None = None) -> We
         sections=() if empty else (*narrative_sections(r, urls, to), *data_sections(r, urls, to)),
         footer="" if empty else weekly_footer(r),
         links=urls,
+        # From the store or an imported file: a plain web page only, never a javascript: link.
+        discussion=url if _PAGE.fullmatch(url := r.meta.discussion_url or "") else "",
     )
 
 

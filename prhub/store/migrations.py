@@ -95,6 +95,23 @@ MIGRATIONS = [
         created_at TEXT NOT NULL
     );
     """,
+    # What was posted of a week, one post a target, so a rerun never posts it twice: a
+    # discussion or an issue (its page and node, updated in place) in a repository, or a chat
+    # message to a webhook (named by a fingerprint, never its URL); `hash` is what was posted.
+    """
+    CREATE TABLE posts (
+        repo TEXT NOT NULL,
+        start TEXT NOT NULL,
+        "end" TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        target TEXT NOT NULL,
+        url TEXT NOT NULL,
+        node TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        posted_at TEXT NOT NULL,
+        PRIMARY KEY (repo, start, "end", target)
+    );
+    """,
     # A fetched pull's ETag and Last-Modified (NULL for none): revalidated with them, an
     # unchanged PR costs no rate limit (GitHub answers 304).
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -47,6 +48,22 @@ class StoredPull(NamedTuple):
     updated_at: str
     etag: str = ""
     last_modified: str = ""
+
+
+class Post(NamedTuple):
+    """What was posted of a week to one target: a discussion, an issue or a chat message."""
+
+    kind: str  # "discussion", "issue", or "webhook:" and its format
+    target: str  # the repository posted to (lower case), or "webhook:" and its URL's fingerprint
+    url: str  # the discussion's or issue's page; "" for a chat message
+    node: str  # what an update addresses: a discussion's node id, an issue's number
+    hash: str  # of what was posted
+
+
+def post_hash(*parts: str) -> str:
+    """A short hash of what a post says: the same words give the same hash."""
+    data = json.dumps(parts, ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
 class Store:
@@ -270,6 +287,37 @@ class Store:
             if d is not None and (old is None or old.meta.created_at < d.meta.created_at):
                 latest[d.number] = d
         return [latest[n] for n in sorted(latest)]
+
+    def post(self, repo: str, start: datetime, end: datetime, target: str) -> Post | None:
+        """What was posted of the week `repo`, `start`, `end` to `target`, if anything."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT kind, target, url, node, hash FROM posts WHERE repo = ? AND start = ? "
+                'AND "end" = ? AND target = ?',
+                (repo, start.isoformat(), end.isoformat(), target),
+            ).fetchone()
+        return Post(*row) if row else None
+
+    def save_post(self, repo: str, start: datetime, end: datetime, post: Post) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO posts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (repo, start.isoformat(), end.isoformat(), *post, _now()),
+            )
+
+    def discussion_url(self, repo: str, start: datetime, end: datetime) -> str | None:
+        """The page of the week's discussion (or issue): as posted from this store, else as
+        the stored report says (a store imported from a site)."""
+        with self._tx() as db:
+            row = db.execute(
+                """SELECT url FROM posts WHERE repo = ? AND start = ? AND "end" = ? AND url != ''
+                ORDER BY posted_at DESC""",
+                (repo, start.isoformat(), end.isoformat()),
+            ).fetchone()
+        if row:
+            return str(row[0])
+        stored = self.report(repo, start, end)
+        return stored.meta.discussion_url if stored else None
 
     def endpoint_mode(self, base_url: str, model: str) -> str | None:
         """The response mode an endpoint was found to accept for `model`, if one was learned."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from tests.standins.graphql import Posts
 from tests.standins.limits import Limits, charged, revalidated
 from tests.standins.server import Answer, StandIn
 
@@ -122,6 +123,7 @@ class GitHubStandIn(StandIn):
             status=limited_status,
         )
         self.index_lag = index_lag
+        self.posts = Posts(self)  # discussions (GraphQL) and issues prhub posts
 
     def script(self, path_regex: str, responses: list[Any]) -> None:
         """Answer the next requests whose path matches with `responses`, in order.
@@ -220,6 +222,8 @@ class GitHubStandIn(StandIn):
                 return 401, {}, body
         if self._is_down(request):
             return 502, {}, {"message": "Server Error", "status": "502"}
+        if (posted := self.posts.answer(request)) is not None:
+            return posted
         if request["method"] != "GET":
             return _not_found()
         path, query = request["path"], request["query"]

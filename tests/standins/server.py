@@ -146,6 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle()
 
+    def do_PATCH(self) -> None:
+        self._handle()
+
     def _handle(self) -> None:
         standin = self.standin
         with standin._lock:
