@@ -18,6 +18,7 @@ import typer
 from prhub import __version__
 from prhub.errors import Interrupted, OutputError, PrhubError
 from prhub.options import (
+    BATCH,
     MAX_PR,
     POST,
     SETTING_FLAGS,
@@ -99,6 +100,8 @@ def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
     if runs and settings.repo is None and (found := git_origin(Path.cwd())):
         typer.echo(f"prhub: repository {found}, from `git remote get-url origin`", err=True)
         settings = load_settings({**flags, "repo": found}, config=options.get("config"))
+    if settings.wait and not settings.batch:
+        raise ConfigError("--wait waits for a batch: add --batch (or PRHUB_BATCH=true)")
     if settings.prompt_dir is not None and not settings.prompt_dir.is_dir():
         where = settings.sources.get("prompt_dir", "")
         raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")
@@ -116,7 +119,7 @@ def _fail(exc: PrhubError) -> NoReturn:
 
 
 @app.command(cls=Command)
-@with_options(SHARED)
+@with_options(BATCH, SHARED)
 def summarize(
     prs: Annotated[
         list[str],
@@ -155,19 +158,23 @@ def summarize(
         try:
             with run:
                 digest = run.summarize(pr)
-            output.publish_digest(digest, settings, chosen, out)
+            waits = pipeline.waits(digest)
+            if waits is None:
+                output.publish_digest(digest, settings, chosen, out)  # type: ignore[arg-type]
             done = True
         finally:
             # A failed run still says what it paid for.
             if not options["quiet"] and (done or run.stats.usage.calls):
                 line = progress.run_summary(run.stats, time.monotonic() - started, settings)
                 typer.echo(f"prhub: {line}", err=True)
+        if waits is not None:
+            _waiting(waits, settings)
     except PrhubError as exc:
         _fail(exc)
 
 
 @app.command(cls=Command)
-@with_options(WEEK, POST, SHARED)
+@with_options(WEEK, POST, BATCH, SHARED)
 def weekly(
     dry_run: DryRunFlag = False,
     fmt: Fmt = None,
@@ -268,19 +275,28 @@ def _week(
     started = time.monotonic()
     w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
     display = progress.Display(options["quiet"])
-    run, done = pipeline.Run(settings, command, progress=display), False
+    run, done, waits = pipeline.Run(settings, command, progress=display), False, None
+    written = None
     try:
         with display, run:
             report = run.weekly(w, narrate_week=command == "weekly")
-        written, changed = publish(report) or (None, False)
-        if written is not None and options["quiet"]:
-            typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
-        elif written is not None:
-            display.line(f"{'wrote' if changed else 'unchanged'} {written}")
+        waits = pipeline.waits(report)
+        if waits is None:
+            written, changed = publish(report) or (None, False)
+            if written is not None and options["quiet"]:
+                typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
+            elif written is not None:
+                display.line(f"{'wrote' if changed else 'unchanged'} {written}")
         done = True
     finally:
         if done or run.stats.usage.calls:  # a failed run still says what it paid for
             display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
+    if waits is not None:
+        _waiting(waits, settings)
+        return
+    from prhub.weekly.report import WeeklyReport
+
+    assert isinstance(report, WeeklyReport)  # no batch waits: the week's report
     failed: list[PrhubError] = []
     if command == "weekly" and (settings.discuss or settings.notify):
         posted = pipeline.post(settings, report)  # after the report is written: it is never lost
@@ -294,6 +310,16 @@ def _week(
     output.fail_partly(report)
     if failed:
         raise typer.Exit(failed[-1].exit_code)
+
+
+def _waiting(line: str, settings: Settings) -> None:
+    """Says what a batch run waits for, quiet or not: the report is not written yet. Exit 0
+    (the normal course of batch mode), unless --wait waited as long as it may."""
+    if settings.wait:
+        from prhub.errors import BatchPending
+
+        raise BatchPending(f"waited {settings.batch_wait:g} s (PRHUB_BATCH_WAIT) and {line}")
+    typer.echo(f"prhub: {line}", err=True)
 
 
 class ConfigFormat(StrEnum):

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from prhub.defaults import DEFAULTS, ENV, OPENAI_URL, NotifyFormat, ResponseMode
+from prhub.defaults import DEFAULTS, ENV, OPENAI_URL, BatchCorrections, NotifyFormat, ResponseMode
 from prhub.errors import ConfigError
 from prhub.logmask import login, shown_url
 from prhub.names import repo_name
@@ -32,7 +32,8 @@ from prhub.names import repo_name
 REPO_SHAPE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}")
 
 SECRETS = ("github_token", "openai_api_key", "notify")  # a webhook's URL is its credential
-PER_RUN = ("refresh", "allow_unmerged", "config_file")  # switches for one run, never in a file
+# Switches for one run, never in a file.
+PER_RUN = ("refresh", "allow_unmerged", "wait", "config_file")
 
 # Estimated USD per million tokens (input, output, input served from the provider's prompt
 # cache); a config file's [prices] adds or overrides.
@@ -45,6 +46,8 @@ PRICES: dict[str, Price] = {
     "deepseek-chat": (0.27, 1.10, 0.07),
     "qwen-plus": (0.40, 1.20, 0.40),
 }
+# A batch request's share of the online price: OpenAI, Azure OpenAI and DashScope charge half.
+BATCH_SHARE = 0.5
 
 
 class Settings(BaseModel):
@@ -92,6 +95,13 @@ class Settings(BaseModel):
     report_url: str | None = None  # a template: {repo}, {owner}, {name}, {week} are filled in
     notify: SecretStr | None = None
     notify_format: NotifyFormat | None = None  # default: told by the webhook's host
+    batch_shares: dict[str, float] = {}  # [prices.MODEL] batch: a batch request's share
+    # Batch mode: the digests' requests go to the provider's Batch API, answered within a day.
+    batch: bool = False
+    batch_corrections: BatchCorrections = DEFAULTS["batch_corrections"]
+    wait: bool = False  # poll the batch until it is done, rather than exit and collect later
+    batch_wait: float = 3600.0  # seconds --wait polls at most
+    batch_poll: float = 30.0  # seconds between looks at a running batch
     config_file: Path | None = None  # where file settings came from, for `prhub config`
     # Where each value that is not a default came from ("env PRHUB_JOBS"), for `prhub config`.
     sources: dict[str, str] = {}
@@ -183,7 +193,9 @@ class Settings(BaseModel):
             raise ValueError(f"must be at least 1, got {value}")
         return value
 
-    @field_validator("timeout", "max_retry_wait", "max_retry_time", "retry_base_wait")
+    @field_validator(
+        "timeout", "max_retry_wait", "max_retry_time", "retry_base_wait", "batch_wait", "batch_poll"
+    )
     @classmethod
     def _above_zero(cls, value: float) -> float:
         if value <= 0:
@@ -244,6 +256,13 @@ def price(settings: Settings) -> Price | None:
     return {**PRICES, **settings.prices}.get(settings.model)
 
 
+def batch_price(settings: Settings) -> Price | None:
+    """USD per million tokens of a request sent in a batch, if the model's price is known."""
+    rates = price(settings)
+    share = settings.batch_shares.get(settings.model, BATCH_SHARE)
+    return None if rates is None else (rates[0] * share, rates[1] * share, rates[2] * share)
+
+
 def find_config(explicit: Path | None, env: Mapping[str, str], cwd: Path) -> Path | None:
     """The config file in use: --config, $PRHUB_CONFIG, ./prhub.toml or ./pyproject.toml."""
     if explicit or env.get("PRHUB_CONFIG"):
@@ -284,6 +303,7 @@ class _Price(BaseModel):
     input: float
     output: float
     cached: float | None = None  # default: no discount for cached input
+    batch: float | None = Field(default=None, ge=0)  # share of these in a batch; BATCH_SHARE
 
 
 class _File(BaseModel):
@@ -311,7 +331,9 @@ class _File(BaseModel):
 # The keys a config file may set: every setting but secrets, switches for one run, provenance;
 # `repos` only at the top, where it names the repositories or holds their sections.
 FILE_KEYS = tuple(
-    name for name in Settings.model_fields if name not in (*SECRETS, *PER_RUN, "sources", "repos")
+    name
+    for name in Settings.model_fields
+    if name not in (*SECRETS, *PER_RUN, "sources", "repos", "batch_shares")
 )
 
 
@@ -441,6 +463,9 @@ def _shaped(data: dict[str, Any], origin: _Origin) -> dict[str, Any]:
             m: (p.input, p.output, p.input if p.cached is None else p.cached)
             for m, p in shape.prices.items()
         }
+        shares = {m: p.batch for m, p in shape.prices.items() if p.batch is not None}
+        if shares:
+            values["batch_shares"] = shares
     if shape.noise_globs is not None:
         values["noise_globs"] = tuple(shape.noise_globs)
     return values

@@ -31,6 +31,9 @@ ENV = {
     "report_url": "PRHUB_REPORT_URL",
     "notify": "PRHUB_NOTIFY",
     "notify_format": "PRHUB_NOTIFY_FORMAT",
+    "batch": "PRHUB_BATCH",
+    "batch_corrections": "PRHUB_BATCH_CORRECTIONS",
+    "batch_wait": "PRHUB_BATCH_WAIT",
 }
 
 # Where the LLM is called when no base URL is set: the openai SDK's own default.
@@ -39,6 +42,8 @@ OPENAI_URL = "https://api.openai.com/v1"
 # How the reply's shape is asked for, of the modes a user may choose (what each does: `llm.MODES`).
 ResponseMode = Literal["json_schema", "json_object"]
 RESPONSE_MODES: tuple[str, ...] = get_args(ResponseMode)
+# Where batch mode sends a corrective call: online at once, or into the next batch.
+BatchCorrections = Literal["online", "batch"]
 
 # The chat webhooks `--notify` posts to, by the shape of their messages.
 NotifyFormat = Literal["feishu", "dingtalk", "wecom", "slack"]
@@ -53,4 +58,5 @@ DEFAULTS: dict[str, Any] = {
     "max_calls": 4,
     "tz": "Asia/Shanghai",
     "jobs": 4,
+    "batch_corrections": "online",
 }

@@ -90,6 +90,12 @@ class PdfUnavailable(PrhubError):
     exit_code = 15
 
 
+class BatchPending(PrhubError):
+    """--wait waited as long as it may and a batch still runs; a rerun collects it."""
+
+    exit_code = 16
+
+
 class ReposFailed(PrhubError):
     """Repositories of a --all run failed for different reasons; the others are complete."""
 

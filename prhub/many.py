@@ -40,6 +40,7 @@ class Outcome:
     error: str = ""
     report: WeeklyReport | None = None
     written: Path | None = None  # where its report went
+    waiting: str = ""  # in batch mode, what it waits for: not complete yet, nor failed
     stats: RunStats = field(default_factory=RunStats)
 
     @property
@@ -148,25 +149,45 @@ def _weekly(
                 s, "weekly", source=clients.source(s), store=clients.store(s), progress=display
             )
             with run:
-                outcome.report = run.weekly(w)
-            outcome.written, changed = output.publish_weekly(outcome.report, fmt, None)
-            if quiet:
-                output.write(f"{outcome.written}\n", None)  # for scripts, as `weekly -q`
-            else:
-                display.line(f"{'wrote' if changed else 'unchanged'} {outcome.written}")
-            if s.discuss or s.notify:  # its section's or the flags': after its report is written
-                _post(outcome, s, clients, fmt, display)
-            output.fail_partly(outcome.report)
+                result = run.weekly(w)
+            if isinstance(result, WeeklyReport):
+                outcome.report = result
+                outcome.written, changed = output.publish_weekly(result, fmt, None)
+                if quiet:
+                    output.write(f"{outcome.written}\n", None)  # for scripts, as `weekly -q`
+                else:
+                    display.line(f"{'wrote' if changed else 'unchanged'} {outcome.written}")
+                if (
+                    s.discuss or s.notify
+                ):  # its section's or the flags', after its report is written
+                    _post(outcome, s, clients, fmt, display)
+                output.fail_partly(outcome.report)
+            else:  # batch mode: what it waits for
+                outcome.waiting = result.line()
     except PrhubError as exc:
         outcome.exit_code, outcome.error = exc.exit_code, str(exc)
+    _summed(outcome, run, clients, retries, started, display)
+    if outcome.waiting:
+        _say(f"{outcome.repo}: {outcome.waiting}", False)  # said, quiet or not
+    return outcome
+
+
+def _summed(
+    outcome: Outcome,
+    run: pipeline.Run | None,
+    clients: Clients,
+    retries: int,
+    started: float,
+    display: progress.Display,
+) -> None:
+    """Gives the outcome its run's figures, and says their summary line."""
     if run is not None:
         outcome.settings = run.settings  # with the name as GitHub spells it, once asked
         outcome.stats = run.stats
         outcome.stats.retries += clients.stop.retries - retries  # its share of GitHub's
-        if outcome.report is not None or run.stats.usage.calls:
-            line = progress.run_summary(outcome.stats, time.monotonic() - started, s)
+        if outcome.report is not None or outcome.waiting or run.stats.usage.calls:
+            line = progress.run_summary(outcome.stats, time.monotonic() - started, run.settings)
             display.line(f"{outcome.repo}: {line}")
-    return outcome
 
 
 def _post(
@@ -230,10 +251,12 @@ def _entries(
 def summary_line(outcomes: list[Outcome], seconds: float, dry_run: bool = False) -> str:
     """The run's last line: which repositories are complete and which not, then the totals of
     their runs as a single run's summary counts them."""
-    done = [o.repo for o in outcomes if not o.exit_code]
+    done = [o.repo for o in outcomes if not o.exit_code and not o.waiting]
+    waiting = [o.repo for o in outcomes if o.waiting]
     failed = [f"{o.repo}: exit {o.exit_code}" for o in outcomes if o.exit_code]
     line = f"{plural(len(outcomes), 'repository', 'repositories')}: {len(done)} complete"
     line += f" ({', '.join(done)})" if done else ""
+    line += f", {len(waiting)} waiting for a batch ({', '.join(waiting)})" if waiting else ""
     line += f", {len(failed)} failed ({'; '.join(failed)})" if failed else ""
     if dry_run:
         return line
@@ -251,11 +274,11 @@ def summary_line(outcomes: list[Outcome], seconds: float, dry_run: bool = False)
 
 def _cost(outcomes: list[Outcome]) -> str:
     """The estimated cost, summed per model: repositories may use models of their own."""
-    by_model: dict[str, tuple[Settings, Usage]] = {}
+    by_model: dict[str, tuple[Settings, Usage, Usage]] = {}
     for o in outcomes:
-        s, usage = by_model.get(o.settings.model, (o.settings, Usage()))
-        by_model[o.settings.model] = (s, usage + o.stats.usage)
-    costs = [progress.cost(u, s) for s, u in by_model.values() if u.calls or u.tokens_in]
+        s, usage, batch = by_model.get(o.settings.model, (o.settings, Usage(), Usage()))
+        by_model[o.settings.model] = (s, usage + o.stats.usage, batch + o.stats.batch_usage)
+    costs = [progress.cost(u, s, b) for s, u, b in by_model.values() if u.calls or u.tokens_in]
     return " + ".join(costs) or "$0.00"
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from prhub.defaults import DEFAULTS, ENV, NotifyFormat, ResponseMode
+from prhub.defaults import DEFAULTS, ENV, BatchCorrections, NotifyFormat, ResponseMode
 from prhub.names import pr_ref, repo_name
 
 
@@ -156,6 +156,24 @@ POST = {
         "notify_format", NotifyFormat, "the webhook's message shape", "told by its host"
     ),
 }
+BATCH = {
+    "batch": _opt(
+        bool,
+        "--batch",
+        text="send the digests' requests to the provider's Batch API at its lower price; "
+        "a rerun collects them (env PRHUB_BATCH)",
+        default=False,
+    ),
+    "wait": _opt(
+        bool,
+        "--wait",
+        text="with --batch: poll until the batch is done, at most PRHUB_BATCH_WAIT seconds",
+        default=False,
+    ),
+    "batch_corrections": _set(
+        "batch_corrections", BatchCorrections, "where corrective calls go with --batch"
+    ),
+}
 MAX_PR = 2**31 - 1  # GitHub's numbers are 32-bit; a larger one is a typo
 # GitHub opened in 2008; a year past the next is a typo (`--year 26` for 2026).
 YEARS = (2008, date.today().year + 1)
@@ -209,6 +227,7 @@ SETTING_FLAGS = (
     *("repo", "github_url", "model", "response_mode", "input_budget", "max_calls"),
     *("store", "refresh", "prompt_dir", "tz", "jobs", "allow_unmerged"),
     *POST,
+    *("batch", "wait", "batch_corrections"),
 )
 WINDOW_FLAGS = ("year", "week", "since", "until")
 C = TypeVar("C", bound=Callable[..., None])

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from prhub import dryrun, retry
+from prhub import batching, dryrun, retry
 from prhub.config import Settings, default_store
 from prhub.digest import digest
 from prhub.errors import (
@@ -26,6 +26,7 @@ from prhub.errors import (
 from prhub.fanout import each, staged
 from prhub.github.ratelimit import Validators
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, connect, same_time, version
+from prhub.llm.batch import Batched, Waiting
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import task_prompt
 from prhub.model import PRDigest, PullRequest, Usage
@@ -150,6 +151,8 @@ class Run:
             # What this run paid for, whether it finished or not, rejected replies included.
             spent = self.llm.spent
             stats.usage = spent - self._spent
+            if isinstance(self.llm, Batched):
+                stats.batch_usage = self.llm.batch_spent
             if self.llm.mode != self._started_mode:
                 with suppress(StoreError):
                     self.store.save_endpoint_mode(
@@ -178,6 +181,7 @@ class Run:
                 tokens_cached=stats.usage.tokens_cached,
                 repo=self.settings.repo or "",
                 model=self.settings.model,
+                **{f"batch_{k}": v for k, v in stats.batch_usage.model_dump().items() if v},
             )
 
     def llm_client(self) -> LLM:
@@ -186,18 +190,31 @@ class Run:
         with self._llm_lock:
             if self.llm is None:
                 mode = self._mode(self.store)
-                self.llm = self._owned.enter_context(
-                    closing(LLM(self.settings, stop=self._stop, mode=mode))
+                made = (
+                    batching.client(self.settings, self.store, self._stop, mode)
+                    if self.settings.batch
+                    else LLM(self.settings, stop=self._stop, mode=mode)
                 )
+                self.llm = self._owned.enter_context(closing(made))
                 self.llm.answered = lambda calls: self.progress("calls", calls, 0)
                 self._spent, self._started_mode = Usage(), self.llm.mode
             return self.llm
 
-    def summarize(self, number: int) -> PRDigest:
-        """One merged PR's digest, reusing one made before from the same inputs."""
+    def summarize(self, number: int) -> PRDigest | Waiting:
+        """One merged PR's digest, reusing one made before from the same inputs; in batch
+        mode, what it waits for until the batch's answer is in."""
         pr = self.merged_pr(number)
         self.stats = RunStats(prs=1, failed=1)  # until the digest is made
-        made, hit = self.cached_digest(pr)
+        if self.settings.batch:
+            got, waiting = batching.rounds(
+                self, pr.repo, lambda: batching.deferrable(self.cached_digest)(pr)
+            )
+            if got is None or waiting is not None:
+                self.stats = RunStats(prs=1)
+                return waiting or Waiting(0, [])
+            made, hit = got
+        else:
+            made, hit = self.cached_digest(pr)
         self.stats = RunStats(
             prs=1,
             cached=int(hit),
@@ -333,22 +350,36 @@ class Run:
             self._stop.stop,
         )
 
-    def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport:
-        """Digests every PR merged in the window, computes its facts, writes the narrative."""
+    def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport | Waiting:
+        """Digests every PR merged in the window, computes its facts, writes the narrative; in
+        batch mode, what it waits for until every digest's answers are in."""
         repo, settings = self.repo(), self.settings
         hits = self.hits(w)
-        # Each PR digested once fetched, the biggest first among those waiting: the LLM does
-        # not wait for the last fetch, nor a big PR's calls for the small ones.
-        fetched, made, failed = staged(
-            hits,
-            lambda n, hit: self.load_pr(n, hit.get("updated_at")),
-            lambda n, pr: self.cached_digest(pr),
-            settings.jobs,
-            self.progress,
-            self._stop.stop,
-            size=lambda pr: pr.additions + pr.deletions,
-            fetch_jobs=min(settings.jobs, GITHUB_IN_FLIGHT),  # more threads would only wait
+        digest_pr = (
+            batching.deferrable(self.cached_digest) if settings.batch else self.cached_digest
         )
+
+        def digest_all() -> tuple[dict[int, PullRequest], dict[int, Any], list[FailedPR]]:
+            # Each PR digested once fetched, the biggest first among those waiting: the LLM
+            # does not wait for the last fetch, nor a big PR's calls for the small ones.
+            return staged(
+                hits,
+                lambda n, hit: self.load_pr(n, hit.get("updated_at")),
+                lambda n, pr: digest_pr(pr),
+                settings.jobs,
+                self.progress,
+                self._stop.stop,
+                size=lambda pr: pr.additions + pr.deletions,
+                fetch_jobs=min(settings.jobs, GITHUB_IN_FLIGHT),  # more threads would only wait
+            )
+
+        (fetched, made, failed), waiting = (
+            batching.rounds(self, repo, digest_all) if settings.batch else (digest_all(), None)
+        )
+        if waiting is not None:  # no week is published without all its digests
+            cached = sum(got[1] for got in made.values() if got)
+            self.stats = RunStats(prs=len(hits), cached=cached, failed=len(failed))
+            return waiting
         digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}
         cached = sum(hit for _, hit in made.values())
         usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
@@ -428,6 +459,12 @@ class Run:
         )
 
 
+def waits(result: object) -> str | None:
+    """What a batch-mode run's result waits for, as its closing line; None for a digest or a
+    report."""
+    return result.line() if isinstance(result, Waiting) else None
+
+
 def summarize_pr(
     number: int,
     settings: Settings,
@@ -435,8 +472,9 @@ def summarize_pr(
     source: GitHubSource | None = None,
     llm: LLM | None = None,
     store: Store | None = None,
-) -> PRDigest:
-    """Fetches one PR and returns its digest, reusing one made before from the same inputs."""
+) -> PRDigest | Waiting:
+    """Fetches one PR and returns its digest, reusing one made before from the same inputs
+    (in batch mode, what it waits for until its answers are in)."""
     settings.require_repo()
     with Run(settings, "summarize", source=source, llm=llm, store=store) as run:
         return run.summarize(number)
@@ -455,8 +493,9 @@ def weekly(
     store: Store | None = None,
     narrate: bool = True,
     progress: Progress | None = None,
-) -> WeeklyReport:
-    """Digests every PR merged in the window, computes the week's facts, writes the narrative."""
+) -> WeeklyReport | Waiting:
+    """Digests every PR merged in the window, computes the week's facts, writes the narrative
+    (in batch mode, what it waits for until every digest's answers are in)."""
     settings.require_repo()
     w = window(settings, year=year, week=week, since=since, until=until, now=now)
     command = "weekly" if narrate else "labels"

@@ -20,10 +20,12 @@ from rich.progress import (
 )
 
 from prhub.config import (
+    BATCH_SHARE,
     PRICES,
     SECRETS,
     Price,
     Settings,
+    batch_price,
     default_store,
     price,
     toml_key,
@@ -40,12 +42,14 @@ if TYPE_CHECKING:
 
 STAGES = {
     "fetch": "fetching PRs",
+    "batch": "batch requests answered",
     "summarize": "summarising",
     "calls": "LLM calls",
     "narrate": "weekly narrative",
     "github_wait": "seconds waited for GitHub's rate limit",
 }
 QUIET_PLAIN = ("calls",)  # stages with no lines in a log: one a call would flood it
+EVERY_PLAIN = ("batch",)  # stages with a line at each look: a wait must show it goes on
 
 
 class _Above:
@@ -105,7 +109,7 @@ class Display:
         if stage in QUIET_PLAIN:
             return
         step = max(1, total // 10)  # about ten lines a stage in a CI log
-        if done in (0, total) or done - self.shown.get(stage, 0) >= step:
+        if done in (0, total) or done - self.shown.get(stage, 0) >= step or stage in EVERY_PLAIN:
             self.shown[stage] = done
             self.line(f"{name} {done}/{total}")
 
@@ -135,15 +139,22 @@ class Display:
         self._moved = []
 
 
-def cost(usage: Usage, settings: Settings) -> str:
-    """Estimated cost from the price table, or what price is missing; $0 for no call."""
+def cost(usage: Usage, settings: Settings, batch: Usage | None = None) -> str:
+    """Estimated cost from the price table, or what price is missing; $0 for no call.
+
+    `batch` is the part of `usage` sent in a batch, priced at the batch rate."""
     if not (usage.calls or usage.tokens_in or usage.tokens_out):
         return "$0.00"
-    rates = price(settings)
-    if rates is None:
+    rates, batch_rates = price(settings), batch_price(settings)
+    if rates is None or batch_rates is None:
         return f"cost unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
-    dollars = _dollars(usage.tokens_in, usage.tokens_out, rates, usage.tokens_cached)
-    return f"≈ ${dollars:.4f} ({settings.model})"
+    batch = batch or Usage()
+    online = usage - batch
+    dollars = _dollars(online.tokens_in, online.tokens_out, rates, online.tokens_cached)
+    dollars += _dollars(batch.tokens_in, batch.tokens_out, batch_rates, batch.tokens_cached)
+    if not batch.calls:
+        return f"≈ ${dollars:.4f} ({settings.model})"
+    return f"≈ ${dollars:.4f} ({settings.model}, {plural(batch.calls, 'call')} at batch prices)"
 
 
 def _dollars(tokens_in: int, tokens_out: int, rates: Price, cached: int = 0) -> float:
@@ -159,21 +170,29 @@ def summary(
     retries: int,
     seconds: float,
     settings: Settings,
+    batch: Usage | None = None,
 ) -> str:
-    """The closing line of a run."""
+    """The closing line of a run; `batch` is the part of `usage` sent in a batch."""
     hits = f" ({usage.tokens_cached:,} cached)" if usage.tokens_cached else ""
     return (
         f"{plural(prs, 'PR')} ({cached} from the store, {failed} failed) · "
         f"{plural(usage.calls, 'LLM call')} · "
         f"{usage.tokens_in:,} tokens in{hits} / {usage.tokens_out:,} out · "
-        f"{cost(usage, settings)} · {plural(retries, 'retry', 'retries')} · {seconds:.1f} s"
+        f"{cost(usage, settings, batch)} · {plural(retries, 'retry', 'retries')} · {seconds:.1f} s"
     )
 
 
 def run_summary(stats: RunStats, seconds: float, settings: Settings) -> str:
     """The closing line of a run from its figures."""
     line = summary(
-        stats.prs, stats.cached, stats.failed, stats.usage, stats.retries, seconds, settings
+        stats.prs,
+        stats.cached,
+        stats.failed,
+        stats.usage,
+        stats.retries,
+        seconds,
+        settings,
+        stats.batch_usage,
     )
     if stats.unchecked:  # published, but not as if they had passed: their footers say which
         verb = "fails" if stats.unchecked == 1 else "fail"
@@ -203,14 +222,15 @@ def _estimate(plan: DryRun, settings: Settings) -> str:
     """The dry run's cost in one sentence."""
     if plan.calls == 0:
         return "estimated cost: $0.00 (nothing to send)"
-    rates = price(settings)
+    rates = batch_price(settings) if settings.batch else price(settings)
     if rates is None:
         return f"estimated cost: unknown (no [prices.{toml_key(settings.model)}] in prhub.toml)"
     prompts = _dollars(plan.tokens_in, 0, rates)
     longest = _dollars(plan.tokens_in, plan.output_tokens_max, rates)
+    priced = f"{settings.model}, batch prices" if settings.batch else settings.model
     return (
         f"estimated cost: ≈ ${prompts:.4f} for the prompts, at most ≈ ${longest:.4f} "
-        f"with the longest replies ({settings.model})"
+        f"with the longest replies ({priced})"
     )
 
 
@@ -226,7 +246,8 @@ def runs_text(records: Sequence[dict[str, Any]], settings: Settings) -> list[str
             tokens_cached=counts.get("tokens_cached", 0),
         )
         model = counts.get("model") or "model not recorded"
-        priced = cost(usage, settings.model_copy(update={"model": model}))
+        batch = Usage(**{k: counts.get(f"batch_{k}", 0) for k in Usage.model_fields})
+        priced = cost(usage, settings.model_copy(update={"model": model}), batch)
         ended = (
             "unfinished (killed or running)"
             if r["finished_at"] is None
@@ -286,7 +307,7 @@ def describe(settings: Settings, learned: tuple[str, str] | None = None) -> list
     rows = [Row("config_file", found and str(found), sources.get("config_file", none_found))]
     for name in Settings.model_fields:
         value = getattr(settings, name)
-        if name in ("config_file", "sources"):
+        if name in ("config_file", "sources", "batch_shares"):  # batch_shares: under prices
             continue
         if name in SECRETS:
             rows.append(row(name, value and _mask(value.get_secret_value())))
@@ -313,8 +334,12 @@ def describe(settings: Settings, learned: tuple[str, str] | None = None) -> list
             rows += [row(f"tags.{toml_key(k)}", v) for k, v in tags.items()]
         elif name == "prices":
             prices = {**PRICES, **value}
+            shares = settings.batch_shares
             rows += [
-                row(f"prices.{toml_key(m)}", {"input": i, "output": o, "cached": c})
+                row(
+                    f"prices.{toml_key(m)}",
+                    {"input": i, "output": o, "cached": c, "batch": shares.get(m, BATCH_SHARE)},
+                )
                 for m, (i, o, c) in prices.items()
             ]
         else:

@@ -72,6 +72,27 @@ def change(path: str, hunks: int = 1, added: int = 5, deleted: int = 1, **kw: ob
     return FileChange(**{**fields, **kw})
 
 
+def big_prs(data: Path, numbers: list[int]) -> Path:
+    """A copy of the fixtures' GitHub data in `data`, the PRs `numbers` of acme/rocket made too
+    big for one call at an input budget of 4,000 (24 added files of 40 lines each)."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "github" / "acme", data / "acme")
+    pulls = data / "acme" / "rocket" / "pulls"
+    for number in numbers:
+        files = json.loads((pulls / f"{number}.files.json").read_text())
+        for i in range(24):
+            lines = [f"+value_{number}_{i}_{j} = compute({j}, scale={i * j})" for j in range(40)]
+            patch = "@@ -0,0 +1,40 @@\n" + "\n".join(lines)
+            name = f"rocket/big_{i}.py"
+            files.append({"filename": name, "status": "added", "additions": 40, "patch": patch})
+        (pulls / f"{number}.files.json").write_text(json.dumps(files))
+        pull = json.loads((pulls / f"{number}.json").read_text())
+        pull.update(changed_files=len(files), additions=pull["additions"] + 24 * 40)
+        (pulls / f"{number}.json").write_text(json.dumps(pull))
+    return data
+
+
 def make_pr(files: list[FileChange], title: str = "feat: a change", body: str = "") -> PullRequest:
     return PullRequest(
         repo="o/r",

@@ -231,9 +231,10 @@ def test_config_file_precedence_and_masking(env, tmp_path):
         f'tz = "UTC"  # file {path}',
         f"jobs = 2  # file {path}",
         f"github_token = set ({len(GITHUB_TOKEN)} characters, not shown)  # env GITHUB_TOKEN",
-        f'prices.repo-model = {{"input": 1.0, "output": 2.0, "cached": 1.0}}  '
+        f'prices.repo-model = {{"input": 1.0, "output": 2.0, "cached": 1.0, "batch": 0.5}}  '
         f"# file {path} [prices.repo-model]",
-        'prices.gpt-4o-mini = {"input": 0.15, "output": 0.6, "cached": 0.075}  # default',
+        'prices.gpt-4o-mini = {"input": 0.15, "output": 0.6, "cached": 0.075, "batch": 0.5}  '
+        "# default",
         "max_calls = 4  # default",
     ):
         assert line in lines, line

@@ -195,7 +195,7 @@ def test_a_secret_in_pyproject_is_refused(tmp_path):
         load_settings({}, env={}, cwd=tmp_path)
 
 
-@pytest.mark.parametrize("key", ["refresh", "allow_unmerged", "config_file"])
+@pytest.mark.parametrize("key", ["refresh", "allow_unmerged", "wait", "config_file"])
 def test_per_run_switches_are_refused_in_a_file(tmp_path, key):
     path = toml(tmp_path, f'[repos."o/r"]\n{key} = true\n')
     with pytest.raises(ConfigError) as raised:
@@ -235,9 +235,22 @@ def test_pyproject_errors_name_the_tool_table(tmp_path):
     )
 
 
+def test_a_price_names_its_share_in_a_batch(tmp_path):
+    from prhub.config import batch_price, price
+
+    toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\nbatch = 0.4\n")
+    s = load_settings({"model": "m"}, env={}, cwd=tmp_path)
+    assert batch_price(s) == pytest.approx(tuple(0.4 * r for r in price(s) or ()))
+    other = load_settings({"model": "gpt-4o"}, env={}, cwd=tmp_path)
+    assert batch_price(other) == pytest.approx(tuple(0.5 * r for r in price(other) or ()))
+    path = toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\nbatch = -1\n")
+    assert error(tmp_path).startswith(f"{path} [prices.m] batch: ")
+
+
 def test_an_unknown_key_in_a_price_names_where_it_is(tmp_path):
-    path = toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\nbatch = 0.5\n")
-    assert error(tmp_path) == f"{path} [prices.m] batch: no such key; known: input, output, cached"
+    path = toml(tmp_path, "[prices.m]\ninput = 1.0\noutput = 2.0\ndiscount = 0.5\n")
+    known = "known: input, output, cached, batch"
+    assert error(tmp_path) == f"{path} [prices.m] discount: no such key; {known}"
     toml(tmp_path, '[prices."qwen2.5:14b"]\ninput = 1.0\n')
     assert error(tmp_path) == f'{path} [prices."qwen2.5:14b"] output: missing'
 

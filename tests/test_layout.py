@@ -17,7 +17,10 @@ CORE = {
     "config", "defaults", "errors", "fields", "logmask", "model", "names", "options", "paths",
     "retry", "tags", "text", "transport",
 }  # fmt: skip
-TOP = {"__init__", "__main__", "ci", "cli", "dryrun", "fanout", "many", "pipeline", "progress"}
+TOP = {
+    "__init__", "__main__", "batching", "ci", "cli", "dryrun", "fanout", "many", "pipeline",
+    "progress",
+}  # fmt: skip
 
 
 def stage(module: str) -> str:

@@ -231,7 +231,7 @@ def test_describe_lists_every_setting_once_and_masks_secrets():
     rows = {row.name: row for row in describe(s)}
     assert len(rows) == len(describe(s))  # each once
     shown = {name: row.text() for name, row in rows.items()}
-    fields = set(Settings.model_fields) - {"sources", "tags", "prices"}
+    fields = set(Settings.model_fields) - {"sources", "tags", "prices", "batch_shares"}
     assert fields <= set(rows)
     assert shown["github_token"] == "github_token = set (40 characters, not shown)  # default"
     assert shown["openai_api_key"] == "openai_api_key = (not set)  # default"
@@ -257,7 +257,7 @@ def test_describe_shows_the_built_in_defaults():
     for spelling, tag in TAG_ALIASES.items():
         assert rows[f"tags.{spelling}"] == ("tags." + spelling, tag, "default")
     for model, (cost_in, cost_out, cost_cached) in PRICES.items():
-        shown = {"input": cost_in, "output": cost_out, "cached": cost_cached}
+        shown = {"input": cost_in, "output": cost_out, "cached": cost_cached, "batch": 0.5}
         assert rows[f"prices.{toml_key(model)}"].value == shown
     assert rows['prices."gpt-4.1-mini"'].text().startswith('prices."gpt-4.1-mini" = {"input"')
     assert "uv.lock" in rows["noise.lock"].value

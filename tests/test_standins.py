@@ -30,6 +30,7 @@ from prhub.llm.llm import schema_text
 from prhub.model import ChunkNotes, DigestContent
 from prhub.prepare import tokens
 from tests.standins import GitHubStandIn, LLMStandIn, schema_instance
+from tests.standins.batch import BatchStandIn
 from tests.standins.github import pr_of
 
 BEIJING_WEEK_31 = "merged:2026-07-27T00:00:00+08:00..2026-08-03T00:00:00+08:00"
@@ -653,6 +654,48 @@ def test_schema_instance_respects_constraints() -> None:
     )
 
 
+# The Batch API
+
+
+def test_a_batch_is_answered_as_the_endpoint_answers_online() -> None:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Reply with one JSON object."}],
+        "response_format": {"type": "json_object"},
+    }
+    lines = [
+        {"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": body}
+        for i in range(3)
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    with (
+        BatchStandIn(api_key="k", polls=1, expire=1) as llm,
+        openai.OpenAI(base_url=llm.url, api_key="k", max_retries=0) as client,
+    ):
+        upload = client.files.create(file=("in.jsonl", data), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        assert batch.status == "validating"
+        assert client.batches.retrieve(batch.id).status == "in_progress"
+        done = client.batches.retrieve(batch.id)
+        assert done.output_file_id and done.error_file_id and done.request_counts
+        output = client.files.content(done.output_file_id).text.splitlines()
+        [expired] = client.files.content(done.error_file_id).text.splitlines()
+        online = client.chat.completions.create(**body)  # type: ignore[call-overload]
+        with pytest.raises(openai.NotFoundError):
+            client.batches.retrieve("batch_none")
+    assert done.status == "expired"
+    assert (done.request_counts.completed, done.request_counts.failed) == (2, 1)
+    answers = [json.loads(line) for line in output]
+    assert [a["custom_id"] for a in answers] == ["r1", "r2"]
+    assert {a["response"]["status_code"] for a in answers} == {200}
+    content = {a["response"]["body"]["choices"][0]["message"]["content"] for a in answers}
+    assert content == {online.choices[0].message.content}
+    assert json.loads(expired)["custom_id"] == "r0"
+    assert json.loads(expired)["error"]["code"] == "batch_expired"
+
+
 # Command line
 
 
@@ -665,6 +708,19 @@ def test_command_line_serves_until_killed() -> None:
             assert url.startswith("http://127.0.0.1:")
             answer = requests.get(f"{url}/repos/acme/rocket/pulls/104", timeout=5)
             assert answer.json()["author_association"] == "FIRST_TIME_CONTRIBUTOR"
+        finally:
+            process.terminate()
+
+
+def test_command_line_serves_the_batch_api_when_asked() -> None:
+    command = [sys.executable, "-m", "tests.standins", "llm", "--batch-polls", "2"]
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().strip()
+            answer = requests.get(f"{url}/batches/batch_none", timeout=5)
+            assert answer.status_code == 404
+            assert answer.json()["error"]["message"] == "No batch found with id 'batch_none'."
         finally:
             process.terminate()
 

@@ -290,7 +290,10 @@ def _mapped(planned: Plan, llm: LLM, memo: NotesMemo | None) -> Mapped:
         return made, used, secrets
 
     with ThreadPoolExecutor(max_workers=len(planned.calls)) as pool:
-        answered = list(pool.map(chunk, planned.calls))  # in part order, whichever came first
+        # Every call runs though one fails (map() would cancel those not yet started): its
+        # notes are kept for the rerun, and a batch gets every part's request at once.
+        futures = [pool.submit(chunk, messages) for messages in planned.calls]
+        answered = [f.result() for f in futures]  # in part order, whichever came first
     leaked: Counter[str] = Counter()
     for *_, secrets in answered:
         leaked.update(secrets)
@@ -342,7 +345,7 @@ def checked_reply(planned: Plan, messages: Messages, llm: LLM) -> CheckedReply:
         title_only = set(failed) <= checks.TITLE_CHECKS
         if title_only:
             title, more = llm.complete(
-                _title_messages(pr, content, failed, settings, llm), ChineseTitle
+                _title_messages(pr, content, failed, settings, llm), ChineseTitle, correction=True
             )
             again = content.model_copy(update={"title": title.title})
         else:
@@ -350,7 +353,7 @@ def checked_reply(planned: Plan, messages: Messages, llm: LLM) -> CheckedReply:
             # call stays within the budget the first one was planned for.
             *head, last = messages
             told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
-            again, more = llm.complete([*head, told], DigestContent)
+            again, more = llm.complete([*head, told], DigestContent, correction=True)
         usage += more
         again, again_dropped = _grounded(again, pr)
         if title_only:

@@ -157,8 +157,13 @@ class LLM:
     def close(self) -> None:
         self.client.close()
 
-    def complete(self, messages: list[dict[str, str]], schema: type[M]) -> tuple[M, Usage]:
-        """A reply validated as `schema`; one corrective retry when it does not validate."""
+    def complete(
+        self, messages: list[dict[str, str]], schema: type[M], *, correction: bool = False
+    ) -> tuple[M, Usage]:
+        """A reply validated as `schema`; one corrective retry when it does not validate.
+
+        `correction`: the call asks again after a reply failed a check (batch mode may send
+        such calls online)."""
         tokens = message_tokens(messages, self.settings.encoding)
         if tokens > self.settings.input_budget:
             raise ContextTooLong(
@@ -166,7 +171,7 @@ class LLM:
             )
         usage, sent, corrected = Usage(), messages, False
         while True:
-            reply, call_usage, cut = self._ask(sent, schema)
+            reply, call_usage, cut = self._ask(sent, schema, correction or corrected)
             usage += call_usage
             try:
                 return read(reply, schema), usage
@@ -212,10 +217,10 @@ class LLM:
         )
 
     def _ask(
-        self, messages: list[dict[str, str]], schema: type[BaseModel]
+        self, messages: list[dict[str, str]], schema: type[BaseModel], correction: bool = False
     ) -> tuple[str, Usage, bool]:
         """The reply's text, its usage, and whether it was cut off at the output limit."""
-        response, sent = self._request(messages, schema)
+        response, sent = self._request(messages, schema, correction)
         choice = response.choices[0]
         # Only the answer: reasoning servers put their thinking in a reasoning_content field.
         content = choice.message.content or ""
@@ -230,14 +235,17 @@ class LLM:
             tokens_out=count(content, encoding) if tokens_out is None else tokens_out,
             tokens_cached=min(cached_tokens(usage), tokens_in),
         )
-        with self._lock:
-            self.spent += call
-            calls = self.spent.calls
-        self.answered(calls)
+        self.answered(self._spend(call))
         return content, call, choice.finish_reason == "length"
 
+    def _spend(self, call: Usage) -> int:
+        """Counts an answered call in what this client spent; the calls so far."""
+        with self._lock:
+            self.spent += call
+            return self.spent.calls
+
     def _request(
-        self, messages: list[dict[str, str]], schema: type[BaseModel]
+        self, messages: list[dict[str, str]], schema: type[BaseModel], correction: bool = False
     ) -> tuple[Any, list[dict[str, str]]]:
         """The endpoint's response and the messages sent, in the first mode it accepts."""
         while True:
@@ -250,7 +258,7 @@ class LLM:
                 mode = self._mode
                 sent = messages if mode == "json_schema" else with_example(messages, schema)
                 try:
-                    response = self._send(sent, schema, mode)
+                    response = self._send(sent, schema, mode, correction)
                 except openai.APIStatusError as exc:
                     if self._fall_back(mode, exc):
                         continue
@@ -262,7 +270,13 @@ class LLM:
                 self._known = True
                 return response, sent
 
-    def _send(self, messages: list[dict[str, str]], schema: type[BaseModel], mode: str) -> Any:
+    def _send(
+        self,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        mode: str,
+        correction: bool = False,
+    ) -> Any:
         wire = schema.model_json_schema()
         response_format: Any = {"type": "json_object"}
         if mode == "json_schema":
@@ -274,7 +288,7 @@ class LLM:
         def send() -> Any:
             with self._slots:
                 retry.check(self.stop_token)  # the run may have stopped while this one waited
-                return self._create(messages, response_format)
+                return self._create(messages, response_format, correction)
 
         try:
             return retry.call(
@@ -291,14 +305,20 @@ class LLM:
                 f"the LLM endpoint {self._where()} is unreachable: check OPENAI_BASE_URL and rerun"
             ) from None
 
-    def _create(self, messages: list[dict[str, str]], response_format: Any) -> Any:
-        return self.client.chat.completions.create(
-            model=self.settings.model,
-            messages=messages,  # type: ignore[arg-type]
-            response_format=response_format,
-            max_tokens=self.settings.output_tokens,
-            temperature=0.2,
-        )
+    def _create(
+        self, messages: list[dict[str, str]], response_format: Any, correction: bool = False
+    ) -> Any:
+        return self.client.chat.completions.create(**self.body(messages, response_format))
+
+    def body(self, messages: list[dict[str, str]], response_format: Any) -> dict[str, Any]:
+        """The chat completion request's parameters, as sent online or written into a batch."""
+        return {
+            "model": self.settings.model,
+            "messages": messages,
+            "response_format": response_format,
+            "max_tokens": self.settings.output_tokens,
+            "temperature": 0.2,
+        }
 
     def _fall_back(self, mode: str, exc: openai.APIStatusError) -> bool:
         """Moves off a response_format the endpoint refused; False when it refused no such thing

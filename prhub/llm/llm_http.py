@@ -20,6 +20,7 @@ from prhub import retry, transport
 from prhub.errors import LLMUnavailable
 
 MAX_BODY = 8 * 2**20  # a reply of a few thousand tokens is tens of kB, reasoning included
+MAX_FILE = 512 * 2**20  # a batch's output file: OpenAI takes input files of up to 200 MB
 # The most characters one token can stand for, generously: a reply of more than max_tokens
 # times this was not held to max_tokens (o200k's tokens average about 4 characters of English).
 CHARS_PER_TOKEN = 16
@@ -135,7 +136,9 @@ class _Checks:
         deadline: transport.Deadline = request.extensions[_DEADLINE]
         if deadline.passed():
             raise httpx2.ReadTimeout("no whole answer by the deadline", request=request)
-        response.stream = _Bounded(response, deadline, self.where)
+        # A file's content (a batch's output) may hold thousands of replies.
+        limit = MAX_FILE if request.url.path.endswith("/content") else MAX_BODY
+        response.stream = _Bounded(response, deadline, self.where, limit)
         if response.has_redirect_location:
             location = response.headers["location"]
             if other := transport.other_origin(str(response.url), location):
@@ -190,24 +193,30 @@ class _Checks:
             raise MalformedAnswer(
                 f"{what} sent an answer that is not JSON ({kind}): {_ADVICE}"
             ) from None
-        if isinstance(data, dict) and "choices" not in data and data.get("error"):
-            error = data["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise MalformedAnswer(
-                f"{what} answered 200 with an error: {str(message)[:200]}; rerun later"
-            )
-        if (wrong := transport.problem(COMPLETION, data)) is not None:
-            raise MalformedAnswer(f"{what} sent a malformed answer: {wrong}; {_ADVICE}")
-        _within_max_tokens(data, response.request, what)
+        try:
+            limit = json.loads(response.request.content).get("max_tokens")
+        except (ValueError, AttributeError, httpx2.RequestNotRead):
+            limit = None
+        check_completion(data, limit, what)
 
 
-def _within_max_tokens(data: dict[str, Any], request: httpx2.Request, what: str) -> None:
+def check_completion(data: Any, limit: Any, what: str) -> None:
+    """Refuses what is no chat completion, or one longer than max_tokens `limit` lets a model
+    write: an answer online, or one line of a batch's output."""
+    if isinstance(data, dict) and "choices" not in data and data.get("error"):
+        error = data["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise MalformedAnswer(
+            f"{what} answered 200 with an error: {str(message)[:200]}; rerun later"
+        )
+    if (wrong := transport.problem(COMPLETION, data)) is not None:
+        raise MalformedAnswer(f"{what} sent a malformed answer: {wrong}; {_ADVICE}")
+    _within_max_tokens(data, limit, what)
+
+
+def _within_max_tokens(data: dict[str, Any], limit: Any, what: str) -> None:
     """Refuses a reply longer than the request's max_tokens lets a model write, or whose usage
     says so (thinking aside: some servers leave it out of max_tokens)."""
-    try:
-        limit = json.loads(request.content).get("max_tokens")
-    except (ValueError, AttributeError, httpx2.RequestNotRead):
-        return
     if not isinstance(limit, int) or limit < 1:
         return
     written = len(data["choices"][0]["message"].get("content") or "")
@@ -226,21 +235,23 @@ def _within_max_tokens(data: dict[str, Any], request: httpx2.Request, what: str)
 class _Bounded(httpx2.SyncByteStream):
     """A response body that must arrive by the deadline and stay under MAX_BODY."""
 
-    def __init__(self, response: httpx2.Response, deadline: transport.Deadline, where: str) -> None:
+    def __init__(
+        self, response: httpx2.Response, deadline: transport.Deadline, where: str, limit: int
+    ) -> None:
         self.response = response
+        self.limit = limit
         self.stream = cast(httpx2.SyncByteStream, response.stream)  # a sync client's
         self.deadline = deadline
         self.where = where
 
     def __iter__(self) -> Iterator[bytes]:
         response = self.response
-        chunks = transport.body(
-            self.stream, self.deadline, MAX_BODY, self._cut, response.headers.get("content-length")
-        )
+        length = response.headers.get("content-length")
+        chunks = transport.body(self.stream, self.deadline, self.limit, self._cut, length)
         try:
             yield from chunks
         except transport.TooBig:
-            raise _too_big(self.where) from None
+            raise _too_big(self.where, self.limit) from None
         except transport.Late:
             raise httpx2.ReadTimeout(
                 "no whole answer by the deadline", request=response.request
@@ -306,7 +317,7 @@ def retry_hint(exc: BaseException) -> float | None:
     return None
 
 
-def _too_big(where: str) -> MalformedAnswer:
+def _too_big(where: str, limit: int = MAX_BODY) -> MalformedAnswer:
     return MalformedAnswer(
-        f"the LLM endpoint {where} sent an answer over {MAX_BODY // 2**20} MB: {_ADVICE}"
+        f"the LLM endpoint {where} sent an answer over {limit // 2**20} MB: {_ADVICE}"
     )

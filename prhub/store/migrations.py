@@ -112,6 +112,30 @@ MIGRATIONS = [
         PRIMARY KEY (repo, start, "end", target)
     );
     """,
+    # Batch mode: each batch sent to the provider, and each request in one (by its custom_id,
+    # with its repository) with its answer once collected; requests of several repositories
+    # may share a batch.
+    """
+    CREATE TABLE batches (
+        id TEXT PRIMARY KEY,
+        endpoint TEXT NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        collected_at TEXT
+    );
+    CREATE TABLE batch_requests (
+        key TEXT PRIMARY KEY,
+        repo TEXT NOT NULL,
+        batch_id TEXT,
+        status INTEGER,
+        answer TEXT,
+        answered_at TEXT,
+        read_at TEXT
+    );
+    CREATE INDEX batch_requests_batch ON batch_requests (batch_id);
+    CREATE INDEX batch_requests_repo ON batch_requests (repo);
+    """,
     # A fetched pull's ETag and Last-Modified (NULL for none): revalidated with them, an
     # unchanged PR costs no rate limit (GitHub answers 304).
     """

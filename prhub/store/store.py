@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -89,6 +89,10 @@ class Store:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise StoreError(f"the store {self.path} failed ({exc})") from None
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the store, for the modules that keep tables of their own."""
+        return self._tx()
 
     def pull(self, repo: str, number: int) -> StoredPull | None:
         """A fetched PR and what GitHub gave with it, if stored."""

@@ -330,3 +330,4 @@ class RunStats:
     retries: int = 0
     errors: list[FailedPR] = field(default_factory=list)
     unchecked: int = 0  # digests published although they still fail a content check
+    batch_usage: Usage = field(default_factory=Usage)  # the part of `usage` sent in a batch

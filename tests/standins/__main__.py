@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from tests.standins import GitHubStandIn, LLMStandIn
+from tests.standins.batch import BatchStandIn
 
 
 def main() -> None:
@@ -23,6 +24,11 @@ def main() -> None:
     llm.add_argument("--api-key", help="the only key accepted (default: any)")
     llm.add_argument("--context-limit", type=int, help="refuse prompts over this many tokens")
     llm.add_argument("--prefix-cache", action="store_true", help="report cached prompt tokens")
+    llm.add_argument(
+        "--batch-polls",
+        type=int,
+        help="serve the files and batches endpoints too; looks that find a batch running",
+    )
     for sub in (github, llm):
         sub.add_argument("--port", type=int, default=0)
         sub.add_argument("--fault-rate", type=float, default=0.0)
@@ -41,12 +47,16 @@ def main() -> None:
             **common,
         )
     else:
-        standin = LLMStandIn(
+        kind, extra = LLMStandIn, {}
+        if args.batch_polls is not None:
+            kind, extra = BatchStandIn, {"polls": args.batch_polls}
+        standin = kind(
             api_key=args.api_key,
             latency=args.latency,
             context_limit=args.context_limit,
             prefix_cache=args.prefix_cache,
             **common,
+            **extra,
         )
     if args.log:
         standin.log = args.log.open("a", encoding="utf-8")

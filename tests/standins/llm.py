@@ -40,7 +40,8 @@ REFUSALS = {
 }
 
 
-def _error(status: int, message: str, kind: str, param: str | None, code: str | None) -> Answer:
+def error(status: int, message: str, kind: str, param: str | None, code: str | None) -> Answer:
+    """An answer carrying OpenAI's error object."""
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return status, {}, body
 
@@ -289,31 +290,38 @@ class LLMStandIn(StandIn):
                 f"Rate limit reached for {MODEL} in organization org-standin on tokens per min "
                 "(TPM): Limit 200000, Used 200000, Requested 1000. Please try again in 0s."
             )
-            status, _, body = _error(429, message, "tokens", None, "rate_limit_exceeded")
+            status, _, body = error(429, message, "tokens", None, "rate_limit_exceeded")
             return status, {"Retry-After": "0"}, body
         if kind == "500":
             message = "The server had an error while processing your request. Sorry about that!"
-            return _error(500, message, "server_error", None, None)
+            return error(500, message, "server_error", None, None)
         message = "The engine is currently overloaded, please try again later."
-        return _error(503, message, "server_error", None, None)
+        return error(503, message, "server_error", None, None)
+
+    def unauthorized(self, request: dict[str, Any]) -> Answer | None:
+        """OpenAI's 401 for a request without the stand-in's key; None when it has it."""
+        if self.api_key is None:
+            return None
+        auth = request["headers"].get("authorization", "")
+        if auth == f"Bearer {self.api_key}":
+            return None
+        given = auth.removeprefix("Bearer ")
+        message = (
+            f"Incorrect API key provided: {given[:3]}{'*' * 8}{given[-4:]}. "
+            "You can find your API key at https://platform.openai.com/account/api-keys."
+        )
+        return error(401, message, "invalid_request_error", None, "invalid_api_key")
 
     def answer(self, request: dict[str, Any]) -> Answer:
-        if self.api_key is not None:
-            auth = request["headers"].get("authorization", "")
-            if auth != f"Bearer {self.api_key}":
-                given = auth.removeprefix("Bearer ")
-                message = (
-                    f"Incorrect API key provided: {given[:3]}{'*' * 8}{given[-4:]}. "
-                    "You can find your API key at https://platform.openai.com/account/api-keys."
-                )
-                return _error(401, message, "invalid_request_error", None, "invalid_api_key")
+        if (refused := self.unauthorized(request)) is not None:
+            return refused
         route = (request["method"], request["path"])
         if route == ("GET", "/v1/models"):
             model = {"id": MODEL, "object": "model", "created": 1721172741, "owned_by": "system"}
             return 200, {}, {"object": "list", "data": [model]}
         if route != ("POST", "/v1/chat/completions"):
             message = f"Invalid URL ({request['method']} {request['path']})"
-            return _error(404, message, "invalid_request_error", None, None)
+            return error(404, message, "invalid_request_error", None, None)
         if self.latency:
             time.sleep(self.latency)
         body = request["body"]
@@ -328,21 +336,21 @@ class LLMStandIn(StandIn):
                 "messages."
             )
             code = "context_length_exceeded"
-            return _error(400, message, "invalid_request_error", "messages", code)
+            return error(400, message, "invalid_request_error", "messages", code)
         return self._completion(body, self.responder(body))
 
     def _refusal(self, body: Any) -> Answer | None:
         """The error the server gives for a request it does not take, or None."""
         bad = "invalid_request_error"
         if not isinstance(body, dict):
-            return _error(400, "We could not parse the JSON body of your request.", bad, None, None)
+            return error(400, "We could not parse the JSON body of your request.", bad, None, None)
         if not body.get("model"):
-            return _error(400, "you must provide a model parameter", bad, None, None)
+            return error(400, "you must provide a model parameter", bad, None, None)
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             message = "Missing required parameter: 'messages'."
-            return _error(400, message, bad, "messages", "missing_required_parameter")
+            return error(400, message, bad, "messages", "missing_required_parameter")
         if body.get("stream"):
-            return _error(400, "The stand-in does not stream.", bad, "stream", None)
+            return error(400, "The stand-in does not stream.", bad, "stream", None)
         response_format = body.get("response_format") or {}
         if response_format.get("type") == "json_object" and self.flavour != "llama-cpp-python":
             if "json" not in prompt_text(body).lower():
@@ -350,22 +358,22 @@ class LLMStandIn(StandIn):
                     "'messages' must contain the word 'json' in some form, to use "
                     "'response_format' of type 'json_object'."
                 )
-                return _error(400, message, bad, "messages", None)
+                return error(400, message, bad, "messages", None)
         if response_format.get("type") == "json_schema" and self.flavour in REFUSALS:
             status, message, kind = REFUSALS[self.flavour]
-            return _error(status, message, kind, None, None)
+            return error(status, message, kind, None, None)
         if "schema" in response_format and self.flavour != "llama-cpp-python":
             message = "Unknown parameter: 'response_format.schema'."
-            return _error(400, message, bad, "response_format.schema", "unknown_parameter")
+            return error(400, message, bad, "response_format.schema", "unknown_parameter")
         if response_format.get("type") == "json_schema":
             spec = response_format.get("json_schema") or {}
             if "name" not in spec or not isinstance(spec.get("schema"), dict):
                 message = "Missing required parameter: 'response_format.json_schema.name'."
-                return _error(400, message, bad, "response_format", "missing_required_parameter")
+                return error(400, message, bad, "response_format", "missing_required_parameter")
             problem = spec.get("strict") and _strict_problem(spec["schema"])
             if problem:
                 message = f"Invalid schema for response_format '{spec['name']}': {problem}"
-                return _error(400, message, bad, "response_format", None)
+                return error(400, message, bad, "response_format", None)
         return None
 
     def _completion(self, body: dict[str, Any], content: str) -> Answer:

@@ -176,6 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
             "query": parse_qs(parts.query, keep_blank_values=True),
             "headers": {name.lower(): value for name, value in self.headers.items()},
             "body": body,
+            "raw": raw.decode("utf-8", "replace"),  # the body as sent: an upload is no JSON
         }
         with standin._lock:
             standin.requests.append(request)

@@ -1,0 +1,107 @@
+"""The batches a store remembers: each one sent to the provider, the requests in it by their
+custom_id and repository, and their answers once collected."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from prhub.llm.batch_api import Answer
+from prhub.store.store import Store
+
+
+class BatchBook:
+    """The batch state of one store for one endpoint and model (llm.batch.Book)."""
+
+    def __init__(
+        self, store: Store, endpoint: str, model: str, since: datetime | None = None
+    ) -> None:
+        self.store = store
+        self.endpoint = endpoint
+        self.model = model
+        # Answers collected before this are not reused (--refresh asks for new ones).
+        self.since = _moment(since or datetime.min.replace(tzinfo=UTC))
+
+    def answer(self, key: str) -> Answer | None:
+        with self.store.transaction() as db:
+            row = db.execute(
+                "SELECT status, answer FROM batch_requests "
+                "WHERE key = ? AND status IS NOT NULL AND answered_at >= ?",
+                (key, self.since),
+            ).fetchone()
+        return Answer(row[0], json.loads(row[1])) if row else None
+
+    def first_read(self, key: str) -> bool:
+        with self.store.transaction() as db:
+            cursor = db.execute(
+                "UPDATE batch_requests SET read_at = ? WHERE key = ? AND read_at IS NULL",
+                (_now(), key),
+            )
+        return cursor.rowcount > 0
+
+    def in_flight(self, key: str) -> str | None:
+        with self.store.transaction() as db:
+            row = db.execute(
+                "SELECT b.id FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
+                "WHERE r.key = ? AND r.status IS NULL AND b.collected_at IS NULL "
+                "AND b.endpoint = ? AND b.model = ?",
+                (key, self.endpoint, self.model),
+            ).fetchone()
+        return row[0] if row else None
+
+    def open_batches(self, repo: str) -> list[str]:
+        with self.store.transaction() as db:
+            rows = db.execute(
+                "SELECT DISTINCT b.id, b.submitted_at FROM batches b "
+                "JOIN batch_requests r ON r.batch_id = b.id "
+                "WHERE r.repo = ? AND b.collected_at IS NULL AND b.endpoint = ? AND b.model = ? "
+                "ORDER BY b.submitted_at, b.id",
+                (repo, self.endpoint, self.model),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def submitted(self, batch_id: str, requests: dict[str, str]) -> None:
+        now = _now()
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO batches VALUES (?, ?, ?, ?, ?, NULL)",
+                (batch_id, self.endpoint, self.model, "validating", now),
+            )
+            db.executemany(
+                "INSERT INTO batch_requests (key, repo, batch_id) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET batch_id = excluded.batch_id, "
+                "repo = excluded.repo, status = NULL, answer = NULL, answered_at = NULL, "
+                "read_at = NULL",
+                [(key, repo, batch_id) for key, repo in requests.items()],
+            )
+
+    def collected(self, batch_id: str, status: str, answers: dict[str, Answer]) -> int:
+        now = _now()
+        with self.store.transaction() as db:
+            db.executemany(
+                "UPDATE batch_requests SET status = ?, answer = ?, answered_at = ? "
+                "WHERE key = ? AND batch_id = ?",
+                [
+                    (a.status, json.dumps(a.body, ensure_ascii=False), now, key, batch_id)
+                    for key, a in answers.items()
+                ],
+            )
+            # What came back without an answer is free to go into the next batch.
+            left = db.execute(
+                "UPDATE batch_requests SET batch_id = NULL WHERE batch_id = ? AND status IS NULL",
+                (batch_id,),
+            ).rowcount
+            db.execute(
+                "UPDATE batches SET status = ?, collected_at = ? WHERE id = ?",
+                (status, now, batch_id),
+            )
+        return left
+
+
+def _now() -> str:
+    return _moment(datetime.now(UTC))
+
+
+def _moment(when: datetime) -> str:
+    """A time as the table keeps it: to the microsecond, so that texts sort as times do."""
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
