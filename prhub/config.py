@@ -77,6 +77,8 @@ class Settings(BaseModel):
     max_retry_wait: float = 60.0
     max_retry_time: float = 300.0  # all attempts of one request, waits included
     retry_base_wait: float = 1.0
+    # The longest wait for GitHub's rate limit (its reset, or a pause it asks for); 0: never wait.
+    github_wait: float = 900.0
     tz: str = DEFAULTS["tz"]
     jobs: int = DEFAULTS["jobs"]
     store: Path | None = None
@@ -198,6 +200,13 @@ class Settings(BaseModel):
     def _above_zero(cls, value: float) -> float:
         if value <= 0:
             raise ValueError(f"must be more than 0, got {value:g}")
+        return value
+
+    @field_validator("github_wait")
+    @classmethod
+    def _not_negative(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError(f"must be 0 or more, got {value:g}")
         return value
 
     @field_validator("tz")

@@ -21,6 +21,7 @@ ENV = {
     "max_attempts": "PRHUB_MAX_ATTEMPTS",
     "retry_base_wait": "PRHUB_RETRY_BASE_WAIT",
     "max_retry_time": "PRHUB_MAX_RETRY_TIME",
+    "github_wait": "PRHUB_GITHUB_WAIT",
     "tz": "PRHUB_TZ",
     "jobs": "PRHUB_JOBS",
     "store": "PRHUB_STORE",

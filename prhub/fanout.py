@@ -17,6 +17,7 @@ from prhub.errors import (
     PrhubError,
     StoreError,
 )
+from prhub.github.ratelimit import LimitReached
 from prhub.llm.llm import ContextTooLong
 from prhub.weekly.report import FailedPR
 
@@ -25,7 +26,7 @@ P = TypeVar("P")
 T = TypeVar("T")
 
 # Errors that would fail every PR alike: stop the run instead of listing each PR as failed.
-FATAL = (ConfigError, GitHubAuthError, StoreError)
+FATAL = (ConfigError, GitHubAuthError, StoreError, LimitReached)
 DOWN = 3  # this many PRs failing for an unreachable service, and none succeeding: stop
 
 

@@ -24,6 +24,7 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.fanout import each, staged
+from prhub.github.ratelimit import Validators
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, connect, same_time, version
 from prhub.llm.batch import Batched, Waiting
 from prhub.llm.llm import LLM
@@ -84,6 +85,7 @@ class Run:
         self.command = command
         self.stats = RunStats()
         self.progress: Progress = progress or (lambda *_: None)
+        self._shown = progress is not None
         self._clients = (source, llm, store)
         self._llm_lock = threading.Lock()
         self._stop = retry.StopToken()
@@ -110,10 +112,16 @@ class Run:
                 )
             self._run_id = store.start_run(self.command)
             self._owned = opening.pop_all()
+        if self._shown:  # a wait for GitHub's limit, on this run's display (a shared source too)
+            source.countdown = self._countdown
         self.source, self.llm, self.store = source, llm, store
         self._spent = llm.spent if llm else Usage()
         self._started_mode = llm.mode if llm else None
         return self
+
+    def _countdown(self, waited: int, total: int) -> None:
+        """A wait for GitHub's rate limit, shown as a stage of the run."""
+        self.progress("github_wait", waited, total)
 
     def repo(self) -> str:
         """The repository as GitHub spells it, asked once a run: that name is used everywhere
@@ -242,17 +250,24 @@ class Run:
         its files marked as the repository's .gitattributes says."""
         repo = self.repo()
         stored = None if self.settings.refresh else self.store.pull(repo, number)
-        if stored and updated_at and same_time(stored[1], updated_at):
-            return with_attributes(stored[0], self.attributes())  # no request: nothing changed
-        payload = self.source.pull_payload(repo, number)
+        if stored and updated_at and same_time(stored.updated_at, updated_at):
+            return with_attributes(stored.pr, self.attributes())  # no request: nothing changed
+        since = Validators(stored.etag, stored.last_modified) if stored else None
+        payload, validators = self.source.revalidate(repo, number, since)
+        if stored and payload is None:  # GitHub's 304: unchanged, at no cost to the budget
+            return with_attributes(stored.pr, self.attributes())
+        if payload is None:
+            raise GitHubUnavailable(f"GitHub answered 304 for {repo}#{number}: rerun later")
         if (
             stored
-            and same_time(stored[1], payload.get("updated_at"))
-            and stored[0].version == version(payload)
+            and same_time(stored.updated_at, payload.get("updated_at"))
+            and stored.pr.version == version(payload)
         ):
-            return with_attributes(stored[0], self.attributes())
+            if validators != since:  # so the next run's request is a free 304
+                self.store.save_validators(repo, number, *validators)
+            return with_attributes(stored.pr, self.attributes())
         pr = scrub(self.source.pull(repo, number, payload))
-        self.store.save_pull(pr, payload.get("updated_at") or "")
+        self.store.save_pull(pr, payload.get("updated_at") or "", *validators)
         self._tally["fetched"] += 1
         return with_attributes(pr, self.attributes())
 
@@ -315,12 +330,20 @@ class Run:
             with suppress(StoreError):
                 self.store.release(key, self._holder)
 
-    def fetch_window(self, w: Window) -> tuple[dict[int, PullRequest], list[FailedPR]]:
-        """Every PR merged in the window, from the store when unchanged, else from GitHub."""
+    def hits(self, w: Window) -> dict[int, dict[str, Any]]:
+        """The search hits of the PRs merged in the window, by number; logs what fetching
+        them needs of GitHub's rate limit, given what is stored."""
         repo = self.repo()
         hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
+        stored = {} if self.settings.refresh else self.store.pull_times(repo)
+        self.source.plan(f"fetching {plural(len(hits), 'PR')} of {repo}", hits.values(), stored)
+        return dict(sorted(hits.items()))
+
+    def fetch_window(self, w: Window) -> tuple[dict[int, PullRequest], list[FailedPR]]:
+        """Every PR merged in the window, from the store when unchanged, else from GitHub."""
+        hits = self.hits(w)
         return each(
-            dict(sorted(hits.items())),
+            hits,
             lambda n, hit: self.load_pr(n, hit.get("updated_at")),
             self.settings.jobs,
             lambda done: self.progress("fetch", done, len(hits)),
@@ -330,9 +353,8 @@ class Run:
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport | Waiting:
         """Digests every PR merged in the window, computes its facts, writes the narrative; in
         batch mode, what it waits for until every digest's answers are in."""
-        repo = self.repo()
-        settings = self.settings
-        hits = {h["number"]: h for h in self.source.merged_between(repo, w.start, w.end)}
+        repo, settings = self.repo(), self.settings
+        hits = self.hits(w)
         digest_pr = (
             batching.deferrable(self.cached_digest) if settings.batch else self.cached_digest
         )
@@ -341,7 +363,7 @@ class Run:
             # Each PR digested once fetched, the biggest first among those waiting: the LLM
             # does not wait for the last fetch, nor a big PR's calls for the small ones.
             return staged(
-                dict(sorted(hits.items())),
+                hits,
                 lambda n, hit: self.load_pr(n, hit.get("updated_at")),
                 lambda n, pr: digest_pr(pr),
                 settings.jobs,

@@ -46,6 +46,7 @@ STAGES = {
     "summarize": "summarising",
     "calls": "LLM calls",
     "narrate": "weekly narrative",
+    "github_wait": "seconds waited for GitHub's rate limit",
 }
 QUIET_PLAIN = ("calls",)  # stages with no lines in a log: one a call would flood it
 EVERY_PLAIN = ("batch",)  # stages with a line at each look: a wait must show it goes on

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import socket
+import threading
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from typer.testing import CliRunner, Result
 from prhub.config import Settings
 from prhub.defaults import ENV
 from prhub.digest.digest import NONE
+from prhub.github.ratelimit import Budget
 from prhub.github.source import GitHubSource
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import load_prompt
@@ -234,6 +237,29 @@ def cli_env(
     )
     env.update(extra)
     return env
+
+
+class FakeClock:
+    """Time that passes only when slept, from now on: waits for GitHub's limits in no time,
+    the same clock for prhub's budget and the stand-in's limits."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+        self.slept: list[float] = []
+        self._lock = threading.Lock()
+
+    def time(self) -> float:
+        with self._lock:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+            self.slept.append(seconds)
+
+    def budget(self, wait: float = 900.0, attempts: int = 5) -> Budget:
+        """A request budget on this clock."""
+        return Budget(wait, attempts, clock=self.time, sleep=self.sleep)
 
 
 def process_env(env: dict[str, str | None]) -> dict[str, str]:

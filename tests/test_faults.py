@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from datetime import datetime
@@ -22,7 +21,16 @@ from prhub.llm.llm import LLM, ContextTooLong
 from prhub.llm.prompt import message_tokens
 from prhub.model import FileChange, PullRequest
 from prhub.weekly.report import WeeklyReport
-from tests.factories import FIXTURES, GITHUB_TOKEN, MESSAGES, OPENAI_KEY, REPO, Rating, settings
+from tests.factories import (
+    FIXTURES,
+    GITHUB_TOKEN,
+    MESSAGES,
+    OPENAI_KEY,
+    REPO,
+    FakeClock,
+    Rating,
+    settings,
+)
 from tests.factories import settings as llm_settings
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.github import Answer
@@ -79,61 +87,81 @@ def digest_prs(bodies: list[dict[str, Any]]) -> list[int]:
 # GitHub: each kind of fault, scripted
 
 
-def primary_limit(status: int, reset_in: float) -> Answer:
-    reset = str(int(time.time() + reset_in))
+def primary_limit(status: int, reset_in: float, now: float) -> Answer:
+    reset = str(int(now + reset_in))
     headers = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}
     return status, headers, {"message": PRIMARY, "documentation_url": "https://docs.github.com"}
 
 
 @pytest.mark.parametrize(
-    ("answer", "asked"),
+    "answer",
     [
-        ((500, {}, {"message": "Server Error"}), None),
-        ((502, {}, {"message": "Server Error"}), None),
-        ((503, {}, {"message": "Service Unavailable"}), None),
-        ((403, {"Retry-After": "2"}, {"message": SECONDARY}), 2.0),
-        ((429, {"Retry-After": "3"}, {"message": "Too Many Requests"}), 3.0),
-        ("reset", None),
+        (500, {}, {"message": "Server Error"}),
+        (502, {}, {"message": "Server Error"}),
+        (503, {}, {"message": "Service Unavailable"}),
+        "reset",
     ],
-    ids=["500", "502", "503", "secondary-403", "429-retry-after", "connection-reset"],
+    ids=["500", "502", "503", "connection-reset"],
 )
-def test_github_fault_is_retried(
-    github: GitHubStandIn, answer: Any, asked: float | None, waits: list[float]
-) -> None:
+def test_github_fault_is_retried(github: GitHubStandIn, answer: Any, waits: list[float]) -> None:
     github.script(r"/pulls/101$", [answer])
     config = Settings(github_url=github.url, github_token=GITHUB_TOKEN, retry_base_wait=0.01)
     counter = retry.StopToken()
     with closing(GitHubSource(config, stop=counter)) as source:
         assert source.pull_payload(REPO, 101)["number"] == 101
     assert counter.retries == 1
-    assert len(waits) == 1 and (waits[0] == asked if asked else waits[0] < 0.1)
+    assert len(waits) == 1 and waits[0] < 0.1
+
+
+@pytest.mark.parametrize(
+    ("answer", "asked"),
+    [
+        ((403, {"Retry-After": "2"}, {"message": SECONDARY}), 2.0),
+        ((429, {"Retry-After": "3"}, {"message": "Too Many Requests"}), 3.0),
+    ],
+    ids=["secondary-403", "429-retry-after"],
+)
+def test_github_rate_limit_asking_for_a_pause_is_waited_out(
+    github: GitHubStandIn, answer: Any, asked: float, waits: list[float]
+) -> None:
+    github.script(r"/pulls/101$", [answer])
+    config = Settings(github_url=github.url, github_token=GITHUB_TOKEN)
+    clock, counter = FakeClock(), retry.StopToken()
+    budget = clock.budget()
+    with closing(GitHubSource(config, stop=counter, budget=budget)) as source:
+        assert source.pull_payload(REPO, 101)["number"] == 101
+    assert counter.retries == 1 and waits == []  # the budget's wait, not a retry's pause
+    assert sum(clock.slept) == pytest.approx(asked)
 
 
 @pytest.mark.parametrize("status", [403, 429])
 def test_github_primary_limit_near_its_reset_is_waited_out(
-    github: GitHubStandIn, status: int, waits: list[float]
+    github: GitHubStandIn, status: int
 ) -> None:
-    github.script(r"/pulls/101$", [primary_limit(status, reset_in=20)])
-    config = Settings(github_url=github.url, github_token=GITHUB_TOKEN, max_retry_wait=60)
-    with closing(GitHubSource(config)) as source:
+    clock = FakeClock()
+    github.script(r"/pulls/101$", [primary_limit(status, reset_in=20, now=clock.time())])
+    config = Settings(github_url=github.url, github_token=GITHUB_TOKEN)
+    with closing(GitHubSource(config, budget=clock.budget())) as source:
         assert source.pull_payload(REPO, 101)["number"] == 101
-    [waited] = waits
-    assert 18 <= waited <= 22  # until the reset, plus a second
+    assert 19 <= sum(clock.slept) <= 22  # until the reset, plus a second
 
 
 @pytest.mark.parametrize("status", [403, 429])
 def test_github_primary_limit_far_from_its_reset_fails_naming_the_reset(
-    github: GitHubStandIn, status: int, waits: list[float]
+    github: GitHubStandIn, status: int
 ) -> None:
-    answer = primary_limit(status, reset_in=45 * 60)
+    clock = FakeClock()
+    answer = primary_limit(status, reset_in=45 * 60, now=clock.time())
     github.script(r"/pulls/101$", [answer])
-    config = Settings(github_url=github.url, github_token=GITHUB_TOKEN, max_retry_wait=60)
-    with closing(GitHubSource(config)) as source, pytest.raises(GitHubUnavailable) as caught:
-        source.pull_payload(REPO, 101)
-    reset = datetime.fromtimestamp(int(answer[1]["X-RateLimit-Reset"])).astimezone()
-    assert f"{reset:%Y-%m-%d %H:%M:%S}" in str(caught.value)
-    assert "rate limit" in str(caught.value) and "in 45 min" in str(caught.value)
-    assert waits == [] and len(github.requests) == 1
+    config = Settings(github_url=github.url, github_token=GITHUB_TOKEN)
+    budget = clock.budget(wait=config.github_wait)
+    with closing(GitHubSource(config, budget=budget)) as source:
+        with pytest.raises(GitHubUnavailable) as caught:
+            source.pull_payload(REPO, 101)
+    reset = datetime.fromtimestamp(int(answer[1]["X-RateLimit-Reset"]) + 1).astimezone()
+    assert str(caught.value).endswith(f"rerun after {reset:%H:%M} (local time)")
+    assert "rate limit" in str(caught.value) and "in 46 min" in str(caught.value)
+    assert clock.slept == [] and len(github.requests) == 1
 
 
 def test_github_timeout_is_retried(github: GitHubStandIn) -> None:
@@ -164,10 +192,12 @@ def test_a_retry_resumes_at_the_page_that_failed(github: GitHubStandIn) -> None:
 
 
 def test_retries_stop_at_the_total_time_bound(github: GitHubStandIn, waits: list[float]) -> None:
-    github.script(r"/pulls/101$", [(403, {"Retry-After": "3"}, {"message": SECONDARY})] * 20)
+    github.script(r"/pulls/101$", [(503, {}, {"message": "Service Unavailable"})] * 20)
     config = Settings(
         github_url=github.url,
         github_token=GITHUB_TOKEN,
+        retry_base_wait=3.0,
+        max_retry_wait=3.0,  # every pause is 3 s
         max_attempts=20,
         timeout=5.0,  # under the bound: one attempt's timeout would stretch it
         max_retry_time=10.0,

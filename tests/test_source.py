@@ -227,11 +227,13 @@ def test_a_secondary_rate_limit_is_retried(source: GitHubSource, github: GitHubS
 def test_a_rate_limit_longer_than_allowed_fails_at_once(
     make_source: MakeSource, github: GitHubStandIn
 ) -> None:
-    source = make_source(max_retry_wait=5.0)
+    source = make_source(github_wait=60.0)
     github.script(r"/pulls/101$", [(403, {"Retry-After": "120"}, {"message": SECONDARY})])
-    with pytest.raises(GitHubUnavailable, match="rate limit") as caught:
+    with pytest.raises(GitHubUnavailable, match="secondary rate limit") as caught:
         source.pull_payload(REPO, 101)
-    assert "120 s" in str(caught.value)  # what GitHub asked for, not the hourly window's reset
+    # What GitHub asked for, not the hourly window's reset.
+    assert "in 120 s, longer than the 60 s wait allowed" in str(caught.value)
+    assert "rerun after " in str(caught.value)
     assert pull_paths(github) == [f"/repos/{REPO}/pulls/101"]
 
 

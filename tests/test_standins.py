@@ -432,6 +432,39 @@ def test_pr_of_names_the_pr_a_request_is_about(path: str, number: int | None) ->
     assert pr_of(path) == number
 
 
+def test_an_answer_has_its_etag_and_a_request_holding_it_gets_a_free_304(
+    github: GitHubStandIn,
+) -> None:
+    first = raw(github, "/repos/acme/rocket/pulls/101")
+    tag, modified = first.headers["ETag"], first.headers["Last-Modified"]
+    assert tag.startswith('W/"') and modified == "Mon, 27 Jul 2026 03:12:45 GMT"
+    auth = {"Authorization": f"token {github.token}"}
+    url = github.url + "/repos/acme/rocket/pulls/101"
+    for asked in ({"If-None-Match": tag}, {"If-Modified-Since": modified}):
+        again = requests.get(url, headers={**auth, **asked}, timeout=5)
+        assert again.status_code == 304 and again.content == b""
+        assert again.headers["X-RateLimit-Remaining"] == "4999"  # only the first one spent
+    stale = requests.get(url, headers={**auth, "If-None-Match": 'W/"other"'}, timeout=5)
+    assert stale.status_code == 200 and stale.json()["number"] == 101
+    assert github.charged() == {"core": 2, "free": 2}
+
+
+def test_the_primary_limit_refuses_past_it_until_its_window_ends() -> None:
+    now = [1_800_000_000.0]
+    with GitHubStandIn(DATA, clock=lambda: now[0], core_limit=2, core_window=60) as server:
+        answers = [raw(server, "/repos/acme/rocket/pulls/101") for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 403]
+        refused = answers[2]
+        assert refused.json()["message"].startswith("API rate limit exceeded")
+        assert refused.headers["X-RateLimit-Remaining"] == "0"
+        assert refused.headers["X-RateLimit-Reset"] == "1800000060"
+        assert raw(server, "/search/issues", q="repo:acme/rocket").status_code == 200
+        now[0] += 60
+        assert raw(server, "/repos/acme/rocket/pulls/101").headers["X-RateLimit-Used"] == "1"
+        assert server.charged() == {"core": 3, "refused": 1, "search": 1}
+        assert server.charged_per_pr() == {101: 3}
+
+
 # LLM
 
 

@@ -238,8 +238,9 @@ def test_prs_kept_before_discussion_was_read_are_fetched_again(
     before = next(i for i, m in enumerate(MIGRATIONS) if "CREATE TABLE attributes" in m)
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:before])
     pr = PullRequest(repo="o/r", number=1, title="t", author="a", created_at=datetime.now(UTC))
-    with closing(Store(path)) as old:
-        old.save_pull(pr, "2026-07-27T00:00:00Z")
+    with closing(Store(path)) as old:  # as the prhub of that schema wrote them
+        row = ("o/r", 1, pr.version, "2026-07-27T00:00:00Z", pr.model_dump_json(), "then")
+        old._db.execute("INSERT INTO pulls VALUES (?, ?, ?, ?, ?, ?)", row)
         old._db.execute("INSERT INTO digests VALUES ('key', 'o/r', 1, '{}', 'then')")
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
     with closing(Store(path)) as new:

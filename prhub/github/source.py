@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-import time
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +25,16 @@ from prhub.errors import (
     set_secret,
 )
 from prhub.github import pygithub
-from prhub.github.source_http import IncompleteSearch, Overdue, guard
+from prhub.github.ratelimit import (
+    Budget,
+    Countdown,
+    Limited,
+    Validators,
+    budget_for,
+    is_rate_limit,
+    pr_requests,
+)
+from prhub.github.source_http import IncompleteSearch, guard, retry_hint
 from prhub.github.source_payload import attributes_text, pull_request_from_payload
 from prhub.logmask import shown_url
 from prhub.model import PullRequest
@@ -38,8 +47,11 @@ SMALLEST_WINDOW = timedelta(minutes=2)
 GITHUB_IN_FLIGHT = 4
 
 
-def connect(settings: Settings, stop: retry.StopToken | None = None) -> Github:
-    """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries."""
+def connect(
+    settings: Settings, stop: retry.StopToken | None = None, budget: Budget | None = None
+) -> Github:
+    """A PyGithub client whose own retries and throttling are off: prhub's policy owns retries,
+    and `budget`, GitHub's rate limits."""
     if not (transport.origin(settings.github_url) or "").startswith(("http://", "https://")):
         raise ConfigError(  # PyGithub crashes on these
             f"bad GitHub API URL {shown_url(settings.github_url)!r}: use e.g. https://api.github.com"
@@ -57,43 +69,65 @@ def connect(settings: Settings, stop: retry.StopToken | None = None) -> Github:
         seconds_between_writes=None,
         user_agent="prhub",
     )
-    guard(client, GITHUB_IN_FLIGHT, stop)
+    guard(client, GITHUB_IN_FLIGHT, stop, budget)
     return client
 
 
 class GitHubSource:
-    """Reads merged pull requests; every GitHub failure leaves as a PrhubError."""
+    """Reads merged pull requests; every GitHub failure leaves as a PrhubError.
+
+    Its `budget` may be shared with other sources on the same token and host; `countdown`
+    shows a wait for GitHub's rate limit."""
 
     def __init__(
         self,
         settings: Settings,
         client: Github | None = None,
         stop: retry.StopToken | None = None,
+        budget: Budget | None = None,
+        countdown: Countdown | None = None,
     ) -> None:
         self.settings = settings
-        self.client = client or connect(settings, stop)
+        self.budget = budget or budget_for(settings)
+        self.client = client or connect(settings, stop, self.budget)
         self.stop_token = stop
+        self.countdown = countdown
 
     def close(self) -> None:
         self.client.close()
 
     def pull_payload(self, repo: str, number: int) -> dict[str, Any]:
         """The pull payload alone: one request, enough to tell whether a PR changed."""
-
-        def fetch() -> dict[str, Any]:
-            # Through PyGithub's requester, the documented way to call an endpoint directly:
-            # one request, where get_repo().get_pull() would first fetch the repository.
-            _, data = self.client.requester.requestJsonAndCheck(
-                "GET", f"/repos/{repo}/pulls/{number}"
-            )
-            return data
-
-        payload = self._call(fetch, f"fetching {repo}#{number}", repo=repo, number=number)
-        if payload["number"] != number:
-            raise GitHubUnavailable(
-                f"GitHub answered #{payload['number']} when asked for {repo}#{number}: rerun later"
-            )
+        payload, _ = self.revalidate(repo, number)
+        if payload is None:  # only an answer to a conditional request may be "not modified"
+            raise GitHubUnavailable(f"GitHub answered 304 for {repo}#{number}: rerun later")
         return payload
+
+    def revalidate(
+        self, repo: str, number: int, since: Validators | None = None
+    ) -> tuple[dict[str, Any] | None, Validators]:
+        """The pull payload and the validators to revalidate it with later; given those of a
+        stored copy (`since`), None instead of the payload when GitHub says it has not changed
+        (a 304, which costs no rate limit). One request."""
+        asked = since.headers() if since else {}
+
+        def fetch() -> tuple[dict[str, Any], Any]:
+            # Through PyGithub's requester, the documented way to call an endpoint directly:
+            # one request, where get_repo().get_pull() would first fetch the repository. A 304
+            # has no body: PyGithub gives None (a 200 without JSON never gets past the guard).
+            return self.client.requester.requestJsonAndCheck(
+                "GET", f"/repos/{repo}/pulls/{number}", headers=asked or None
+            )
+
+        headers, payload = self._call(fetch, f"fetching {repo}#{number}", repo=repo, number=number)
+        if payload is None and asked:
+            return None, since or Validators()
+        if not isinstance(payload, dict) or payload.get("number") != number:
+            told = payload.get("number") if isinstance(payload, dict) else None
+            raise GitHubUnavailable(
+                f"GitHub answered #{told} when asked for {repo}#{number}: rerun later"
+            )
+        return payload, Validators(headers.get("etag", ""), headers.get("last-modified", ""))
 
     def pull(self, repo: str, number: int, payload: dict[str, Any] | None = None) -> PullRequest:
         """One PR with every changed file over all pages, its reviews, its review and
@@ -200,13 +234,31 @@ class GitHubSource:
             )
         return hits
 
+    def plan(self, what: str, hits: Iterable[dict[str, Any]], stored: dict[int, str]) -> None:
+        """Logs what fetching the PRs of search `hits` needs of the rate limit, given the
+        updated_at of the PRs stored (none when they are refetched anyway)."""
+        needed = sum(
+            0 if same_time(stored.get(hit["number"]), hit.get("updated_at")) else pr_requests(hit)
+            for hit in hits
+        )
+        self.budget.plan(needed, what)
+
     def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
+        """`fn` under the retry policy, waiting out GitHub's rate limits (as long as allowed);
+        a failure leaves as a PrhubError."""
+        while True:
+            try:
+                return self._attempts(fn, what, repo=repo, number=number)
+            except Limited as limited:
+                self.budget.wait(limited, what, self.stop_token, self.countdown)
+
+    def _attempts(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
         try:
             # Each GitHub retry is a line without --verbose: a slow GitHub is not silent.
             return retry.call(
                 fn,
                 self.settings,
-                _retry_hint,
+                retry_hint,
                 what=what,
                 stop=self.stop_token,
                 level=logging.WARNING,
@@ -263,15 +315,11 @@ class GitHubSource:
             return RepoNotFound(
                 f"repository {repo} not found (or GITHUB_TOKEN cannot see it): check --repo"
             )
-        if exc.status == 403 and not _is_rate_limit(exc):
+        if _is_rate_limit(exc):  # a client without the budget's guard
+            return GitHubUnavailable(f"GitHub's rate limit refused {what} ({message}): rerun later")
+        if exc.status == 403:
             return GitHubAuthError(
                 f"GitHub refused access to {repo} ({message}): check the token's scopes"
-            )
-        if _is_rate_limit(exc):
-            token = self.settings.github_token
-            advice = "" if token else "; export GITHUB_TOKEN for a higher limit"
-            return GitHubUnavailable(
-                f"GitHub rate limit reached ({message}); rerun after {_reset_hint(exc)}{advice}"
             )
         return GitHubUnavailable(
             f"GitHub answered {exc.status} ({message}) while {what}; rerun later"
@@ -315,7 +363,13 @@ def _hit(repo: str, item: Issue) -> dict[str, Any]:
             f"GitHub's search for merged PRs of {repo} answered #{item.number}, "
             "which is not a merged PR: rerun later"
         )
-    return {"number": item.number, "updated_at": item.updated_at.isoformat(), "merged_at": merged}
+    return {
+        "number": item.number,
+        "updated_at": item.updated_at.isoformat(),
+        "merged_at": merged,
+        # How much conversation it has, from the page: an attribute it lacks would refetch it.
+        "comments": pygithub.page_data(item).get("comments") or 0,
+    }
 
 
 def _message(exc: GithubException) -> str:
@@ -326,52 +380,9 @@ def _message(exc: GithubException) -> str:
 
 def _is_rate_limit(exc: GithubException) -> bool:
     headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-    return (
-        isinstance(exc, RateLimitExceededException)
-        or exc.status == 429
-        or (
-            exc.status == 403
-            and ("retry-after" in headers or headers.get("x-ratelimit-remaining") == "0")
-        )
-        or "rate limit" in _message(exc).lower()
+    return isinstance(exc, RateLimitExceededException) or is_rate_limit(
+        exc.status, headers, _message(exc)
     )
-
-
-def _reset_hint(exc: GithubException) -> str:
-    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-    if "retry-after" in headers:  # a secondary limit: the primary window's reset would mislead
-        return f"{headers['retry-after']} s"
-    reset = headers.get("x-ratelimit-reset")
-    if reset and reset.isdigit():
-        minutes = math.ceil(max(0, int(reset) - time.time()) / 60)
-        at = datetime.fromtimestamp(int(reset)).astimezone()
-        return f"{at:%Y-%m-%d %H:%M:%S %z}, when the limit resets (in {minutes} min)"
-    return "a while"
-
-
-def _retry_hint(exc: BaseException) -> float | None:
-    """Seconds to wait before retrying a GitHub failure, or None when retrying cannot help."""
-    if isinstance(exc, requests.exceptions.SSLError | requests.exceptions.InvalidURL):
-        return None
-    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
-        return 0.0
-    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-        return 0.0
-    if isinstance(exc, IncompleteSearch | Overdue):  # timed out: it may not next time
-        return 0.0
-    if not isinstance(exc, GithubException):
-        return None
-    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-    if exc.status >= 500:
-        return 0.0
-    if _is_rate_limit(exc):
-        if (wait := retry.retry_after(headers.get("retry-after"))) is not None:
-            return wait
-        reset = headers.get("x-ratelimit-reset")
-        if reset and reset.isdigit():
-            return max(0.0, int(reset) - datetime.now().timestamp()) + 1
-        return 60.0
-    return None
 
 
 def same_time(a: str | None, b: Any) -> bool:

@@ -8,19 +8,21 @@ import logging
 import math
 import re
 import threading
+from collections.abc import Mapping
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, NotRequired
 from urllib.parse import urlsplit
 
 import requests
-from github import Github
+from github import Github, GithubException
 from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr, TypeAdapter
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from prhub import retry, transport
 from prhub.errors import GitHubUnavailable
 from prhub.github import pygithub
+from prhub.github.ratelimit import Budget, resource
 
 log = logging.getLogger("prhub")
 
@@ -155,23 +157,32 @@ SHAPES: list[tuple[re.Pattern[str], TypeAdapter[Any]]] = [
 
 
 def guard(
-    client: Github, in_flight: int | None = None, stop: retry.StopToken | None = None
+    client: Github,
+    in_flight: int | None = None,
+    stop: retry.StopToken | None = None,
+    budget: Budget | None = None,
 ) -> None:
     """Makes every answer to `client` pass `checked` before PyGithub reads it, and, given
     `in_flight`, keeps at most that many of its requests open at once, whatever the threads;
-    a request that waited for its slot is not sent once the run (`stop`) stopped."""
+    a request that waited for its slot is not sent once the run (`stop`) stopped. Given a
+    `budget`, no request goes out while its limit is known spent, every answer's limits are
+    read into it, and a rate-limit refusal leaves as budget.Limited, for the caller to wait."""
     # This client's own bound, shared by its connections, not by all clients.
     slots = threading.BoundedSemaphore(in_flight) if in_flight else None
+    base = urlsplit(client.requester.base_url).path.rstrip("/")  # "/api/v3" on an Enterprise
 
     def send(
         session: requests.Session, verb: str, url: str, *, timeout: float | None, **asked: Any
     ) -> requests.Response:
         with slots or contextlib.nullcontext():
             retry.check(stop)  # stopped while waiting for its slot: never sent
+            bucket = resource(urlsplit(url).path.removeprefix(base))
+            sent = budget.admit(bucket) if budget else 0.0
             deadline = transport.Deadline(math.inf if timeout is None else timeout)
             session.max_redirects = transport.MAX_REDIRECTS
+            answer = None
             try:
-                return session.request(
+                answer = session.request(
                     verb,
                     url,
                     timeout=deadline.cap(timeout),
@@ -186,8 +197,41 @@ def guard(
                     last.close()  # requests leaves the last redirect open
                 where = urlsplit(last.url if last is not None else url).path
                 raise GitHubUnavailable(f"GitHub redirected {where} in a loop: {ADVICE}") from None
+            finally:
+                limited = budget.settle(bucket, sent, *_told(answer)) if budget else None
+            if answer is not None and limited is not None:
+                answer.close()  # PyGithub never sees this answer, so nothing else would close it
+                raise limited
+            return answer
 
     pygithub.route(client, send)
+
+
+def _told(answer: requests.Response | None) -> tuple[int | None, dict[str, str], str]:
+    """What the budget reads of an answer: its status, headers (lower-case) and message."""
+    if answer is None:
+        return None, {}, ""
+    data = _json(answer.content) if answer.status_code >= 400 else None
+    message = data.get("message") if isinstance(data, dict) else None
+    headers = {name.lower(): value for name, value in answer.headers.items()}
+    return answer.status_code, headers, str(message or "")
+
+
+def retry_hint(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying a GitHub failure, or None when retrying cannot help."""
+    if isinstance(exc, requests.exceptions.SSLError | requests.exceptions.InvalidURL):
+        return None
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+        return 0.0
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return 0.0
+    if isinstance(exc, IncompleteSearch | Overdue):  # timed out: it may not next time
+        return 0.0
+    if not isinstance(exc, GithubException):
+        return None
+    if exc.status >= 500:
+        return 0.0
+    return None  # rate limits included: the budget waits them out, outside these attempts
 
 
 def checked(
@@ -243,6 +287,8 @@ def _check(response: requests.Response) -> None:
         if body[:1] in (b"{", b"[") and _json(body) is None:
             raise GitHubUnavailable(f"GitHub answered {status} to {where} with broken JSON")
         return
+    if status == 304 and _conditional(response.request.headers):
+        return  # not modified: what the caller holds is current, at no cost to the budget
     if 300 <= status < 400:
         raise GitHubUnavailable(f"GitHub answered {status} to {where} without a Location: {ADVICE}")
     # 201: an issue prhub posted. PyGithub would wait on a 202 forever; the others mean nothing.
@@ -269,6 +315,11 @@ def _check(response: requests.Response) -> None:
                 raise IncompleteSearch(
                     f"GitHub's search answered {where} with incomplete results (it timed out)"
                 )
+
+
+def _conditional(headers: Mapping[str, Any]) -> bool:
+    """Whether a request asked for its answer only if changed (If-None-Match, -Modified-Since)."""
+    return "If-None-Match" in headers or "If-Modified-Since" in headers
 
 
 def _json(body: bytes) -> Any:

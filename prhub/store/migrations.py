@@ -136,4 +136,10 @@ MIGRATIONS = [
     CREATE INDEX batch_requests_batch ON batch_requests (batch_id);
     CREATE INDEX batch_requests_repo ON batch_requests (repo);
     """,
+    # A fetched pull's ETag and Last-Modified (NULL for none): revalidated with them, an
+    # unchanged PR costs no rate limit (GitHub answers 304).
+    """
+    ALTER TABLE pulls ADD COLUMN etag TEXT;
+    ALTER TABLE pulls ADD COLUMN last_modified TEXT;
+    """,
 ]

@@ -41,6 +41,15 @@ class StoredNarrative(NamedTuple):
     created_at: datetime
 
 
+class StoredPull(NamedTuple):
+    """A fetched PR as stored: with the updated_at, ETag and Last-Modified GitHub gave with it."""
+
+    pr: PullRequest
+    updated_at: str
+    etag: str = ""
+    last_modified: str = ""
+
+
 class Post(NamedTuple):
     """What was posted of a week to one target: a discussion, an issue or a chat message."""
 
@@ -85,20 +94,51 @@ class Store:
         """One write transaction on the store, for the modules that keep tables of their own."""
         return self._tx()
 
-    def pull(self, repo: str, number: int) -> tuple[PullRequest, str] | None:
-        """A fetched PR and the updated_at GitHub gave with it, if stored."""
+    def pull(self, repo: str, number: int) -> StoredPull | None:
+        """A fetched PR and what GitHub gave with it, if stored."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT data, updated_at FROM pulls WHERE repo = ? AND number = ?", (repo, number)
+                "SELECT data, updated_at, etag, last_modified FROM pulls "
+                "WHERE repo = ? AND number = ?",
+                (repo, number),
             ).fetchone()
         pr = _load(PullRequest, row[0]) if row else None
-        return (pr, row[1]) if pr and row else None
+        return StoredPull(pr, row[1], row[2] or "", row[3] or "") if pr and row else None
 
-    def save_pull(self, pr: PullRequest, updated_at: str) -> None:
+    def pull_times(self, repo: str) -> dict[int, str]:
+        """The updated_at of each PR of `repo` stored: what tells, before a fetch, which PRs
+        a run need not ask GitHub for."""
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT number, updated_at FROM pulls WHERE repo = ?", (repo,)
+            ).fetchall()
+        return {number: updated for number, updated in rows}
+
+    def save_pull(
+        self, pr: PullRequest, updated_at: str, etag: str = "", last_modified: str = ""
+    ) -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO pulls VALUES (?, ?, ?, ?, ?, ?)",
-                (pr.repo, pr.number, pr.version, updated_at, pr.model_dump_json(), _now()),
+                "INSERT OR REPLACE INTO pulls (repo, number, version, updated_at, data, "
+                "fetched_at, etag, last_modified) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    pr.repo,
+                    pr.number,
+                    pr.version,
+                    updated_at,
+                    pr.model_dump_json(),
+                    _now(),
+                    etag,
+                    last_modified,
+                ),
+            )
+
+    def save_validators(self, repo: str, number: int, etag: str, last_modified: str) -> None:
+        """Keeps a stored PR's latest ETag and Last-Modified (GitHub found it unchanged)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE pulls SET etag = ?, last_modified = ? WHERE repo = ? AND number = ?",
+                (etag, last_modified, repo, number),
             )
 
     def attributes(self, repo: str, max_age: float | None = None) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from tests.standins.graphql import Posts
+from tests.standins.limits import Limits, charged, revalidated
 from tests.standins.server import Answer, StandIn
 
 __all__ = ["Answer", "GitHubStandIn", "StandIn", "pr_of"]
@@ -78,7 +79,13 @@ class GitHubStandIn(StandIn):
     default branch. `latency` delays every answer; `page_limit` caps a page below GitHub's 100.
     `mirrors` serves a folder under other names too ({"acme/a": "verl-project/verl"}), its
     payloads naming the mirror; a repository in `down` answers every request with a 502.
-    `requests`, `paths()`, `per_pr()` and `most_in_flight` tell what a client asked.
+    `requests`, `paths()`, `per_pr()` and `most_in_flight` tell what a client asked, `charged()`
+    what it cost of the rate limit.
+
+    GitHub's primary limits are kept on `clock`: `core_limit` requests a `core_window` seconds,
+    `search_limit` searches a minute, refused with `limited_status` past them; an answer has its
+    ETag, and a request that holds it gets a 304, free. The search index reports each PR's
+    updated_at `index_lag` earlier than its pull does, as a lagging index would.
     """
 
     fault_kinds = ("500", "502", "503", "secondary", "reset")
@@ -95,6 +102,12 @@ class GitHubStandIn(StandIn):
         latency: float = 0.0,
         page_limit: int = 100,
         mirrors: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+        core_limit: int = 5000,
+        core_window: float = 3600.0,
+        search_limit: int = 30,
+        limited_status: int = 403,
+        index_lag: timedelta = timedelta(0),
     ) -> None:
         super().__init__(port=port, fault_rate=fault_rate, seed=seed, trickle=trickle)
         self.data_dir = Path(data_dir)
@@ -103,8 +116,13 @@ class GitHubStandIn(StandIn):
         self.page_limit = page_limit  # most items a page holds, whatever per_page asks
         self.mirrors = dict(mirrors or {})  # a name served -> the folder that holds its data
         self.down: set[str] = set()  # repositories GitHub fails for, in any case
-        # resource -> [limit, window seconds, used, reset epoch], as GitHub counts per hour/minute
-        self._limits = {"core": [5000, 3600, 0, 0], "search": [30, 60, 0, 0]}
+        self.limits = Limits(
+            clock,
+            core=(core_limit, core_window),
+            search=(search_limit, 60.0),
+            status=limited_status,
+        )
+        self.index_lag = index_lag
         self.posts = Posts(self)  # discussions (GraphQL) and issues prhub posts
 
     def script(self, path_regex: str, responses: list[Any]) -> None:
@@ -148,28 +166,14 @@ class GitHubStandIn(StandIn):
             return {key: self.render(value) for key, value in body.items()}
         return body
 
-    def _rate(self, resource: str, spend: int) -> tuple[int, int, int]:
-        """Limit, used and reset time of `resource` after spending `spend` requests of it."""
-        with self._lock:
-            entry = self._limits[resource]
-            now = int(time.time())
-            if now >= entry[3]:
-                entry[2], entry[3] = 0, now + entry[1]
-            entry[2] += spend
-            return entry[0], entry[2], entry[3]
-
     def headers(self, request: dict[str, Any]) -> dict[str, str]:
-        resource = "search" if request["path"].startswith("/search/") else "core"
-        limit, used, reset = self._rate(resource, 0 if request["path"] == "/rate_limit" else 1)
+        if "charge" not in request:  # a scripted answer or a fault: it spends a request too
+            self.limits.charge(request, refuse=False)
         return {
             "Content-Type": "application/json; charset=utf-8",
             "X-GitHub-Media-Type": "github.v3; format=json",
             "X-GitHub-Api-Version-Selected": "2022-11-28",
-            "X-RateLimit-Limit": str(limit),
-            "X-RateLimit-Remaining": str(max(limit - used, 0)),
-            "X-RateLimit-Reset": str(reset),
-            "X-RateLimit-Used": str(used),
-            "X-RateLimit-Resource": resource,
+            **self.limits.headers(request["path"]),
         }
 
     def fault_answer(self, kind: str) -> Answer:
@@ -191,7 +195,24 @@ class GitHubStandIn(StandIn):
             numbers = [pr_of(r["path"]) for r in self.requests]
         return Counter(n for n in numbers if n is not None)
 
+    def charged(self) -> Counter[str]:
+        """What the requests so far cost: "core", "search", "free" (304s) or "refused"."""
+        with self._lock:
+            return charged(self.requests)
+
+    def charged_per_pr(self, kind: str = "core") -> Counter[int]:
+        """How many requests of each PR cost `kind` ("core": the primary limit)."""
+        with self._lock:
+            numbers = [pr_of(r["path"]) for r in self.requests if r.get("charge") == kind]
+        return Counter(n for n in numbers if n is not None)
+
     def answer(self, request: dict[str, Any]) -> Answer:
+        """The answer within GitHub's primary limits, revalidated by its ETag."""
+        if (refused := self.limits.charge(request)) is not None:
+            return refused
+        return self.limits.settle(request, revalidated(request, self._answer(request)))
+
+    def _answer(self, request: dict[str, Any]) -> Answer:
         if self.latency:
             time.sleep(self.latency)
         if self.token is not None:
@@ -207,7 +228,7 @@ class GitHubStandIn(StandIn):
             return _not_found()
         path, query = request["path"], request["query"]
         if path == "/rate_limit":
-            return 200, {}, self._rate_limit()
+            return 200, {}, self.limits.overview()
         if path == "/search/issues":
             return self._search(query)
         match = re.fullmatch(r"/repos/(\w[\w.-]*)/(\w[\w.-]*)(/.*)?", path)
@@ -301,18 +322,6 @@ class GitHubStandIn(StandIn):
         }
         return 200, {}, body
 
-    def _rate_limit(self) -> dict[str, Any]:
-        resources = {}
-        for name in self._limits:
-            limit, used, reset = self._rate(name, 0)
-            resources[name] = {
-                "limit": limit,
-                "used": used,
-                "remaining": max(limit - used, 0),
-                "reset": reset,
-            }
-        return {"resources": resources, "rate": resources["core"]}
-
     def _repository(self, owner: str, repo: str) -> dict[str, Any]:
         full = f"{owner}/{repo}"
         return {
@@ -384,6 +393,14 @@ class GitHubStandIn(StandIn):
             "score": 1.0,
         }
 
+    def _indexed(self, pull: dict[str, Any]) -> dict[str, Any]:
+        """A PR as the search index has it: its issue, updated `index_lag` before the pull."""
+        issue = self._issue(pull)
+        if self.index_lag:
+            updated = _when(pull["updated_at"]) - self.index_lag
+            issue["updated_at"] = updated.isoformat().replace("+00:00", "Z")
+        return issue
+
     def _search(self, query: dict[str, list[str]]) -> Answer:
         terms = (query.get("q") or [""])[0].split()
         if not terms:
@@ -435,7 +452,7 @@ class GitHubStandIn(StandIn):
             found.sort(key=lambda p: p[f"{sort}_at"], reverse=descending)
         else:
             found.sort(key=lambda p: (p["merged_at"] or p["created_at"], p["number"]))
-        items = [self._issue(p) for p in found]
+        items = [self._indexed(p) for p in found]
         request = {"path": "/search/issues", "query": query}
         status, headers, page = self._page(items[:SEARCH_LIMIT], request)
         if status != 200:
