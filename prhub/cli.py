@@ -276,6 +276,7 @@ def _week(
     w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
     display = progress.Display(options["quiet"])
     run, done, waits = pipeline.Run(settings, command, progress=display), False, None
+    written = None
     try:
         with display, run:
             report = run.weekly(w, narrate_week=command == "weekly")
@@ -293,10 +294,12 @@ def _week(
     if waits is not None:
         _waiting(waits, settings)
         return
+    from prhub.weekly.report import WeeklyReport
+
+    assert isinstance(report, WeeklyReport)  # no batch waits: the week's report
     failed: list[PrhubError] = []
     if command == "weekly" and (settings.discuss or settings.notify):
-        # After the report is written: it is never lost.
-        posted = pipeline.post(settings, report)  # type: ignore[arg-type]
+        posted = pipeline.post(settings, report)  # after the report is written: it is never lost
         if written is not None and posted.report is not report:
             publish(posted.report)  # with the link to its new discussion
         for line in posted.done:
@@ -304,7 +307,7 @@ def _week(
         failed = posted.failed
     for exc in failed:
         typer.echo(f"prhub: error: {exc}", err=True)
-    output.fail_partly(report)  # type: ignore[arg-type]
+    output.fail_partly(report)
     if failed:
         raise typer.Exit(failed[-1].exit_code)
 

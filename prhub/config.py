@@ -23,14 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from prhub.defaults import (
-    DEFAULTS,
-    ENV,
-    OPENAI_URL,
-    BatchCorrections,
-    NotifyFormat,
-    ResponseMode,
-)
+from prhub.defaults import DEFAULTS, ENV, OPENAI_URL, BatchCorrections, NotifyFormat, ResponseMode
 from prhub.errors import ConfigError
 from prhub.logmask import login, shown_url
 from prhub.names import repo_name

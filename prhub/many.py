@@ -157,8 +157,9 @@ def _weekly(
                     output.write(f"{outcome.written}\n", None)  # for scripts, as `weekly -q`
                 else:
                     display.line(f"{'wrote' if changed else 'unchanged'} {outcome.written}")
-                # Its section's or the flags': after its report is written.
-                if s.discuss or s.notify:
+                if (
+                    s.discuss or s.notify
+                ):  # its section's or the flags', after its report is written
                     _post(outcome, s, clients, fmt, display)
                 output.fail_partly(outcome.report)
             else:  # batch mode: what it waits for

@@ -353,8 +353,7 @@ class Run:
     def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport | Waiting:
         """Digests every PR merged in the window, computes its facts, writes the narrative; in
         batch mode, what it waits for until every digest's answers are in."""
-        repo = self.repo()
-        settings = self.settings
+        repo, settings = self.repo(), self.settings
         hits = self.hits(w)
         digest_pr = (
             batching.deferrable(self.cached_digest) if settings.batch else self.cached_digest
@@ -364,7 +363,7 @@ class Run:
             # Each PR digested once fetched, the biggest first among those waiting: the LLM
             # does not wait for the last fetch, nor a big PR's calls for the small ones.
             return staged(
-                dict(sorted(hits.items())),
+                hits,
                 lambda n, hit: self.load_pr(n, hit.get("updated_at")),
                 lambda n, pr: digest_pr(pr),
                 settings.jobs,

@@ -119,6 +119,16 @@ def test_partial_failure_writes_the_report_and_exits_12(env, llm, tmp_path):
     assert "6 PRs (5 from the store, 0 failed)" in again.stderr
 
 
+def test_the_weekly_report_has_its_digests_beside_it(env, tmp_path):
+    result = prhub(env, "weekly", "--week", "31", "--year", "2026", "--format", "html")
+    assert result.exit_code == 0, result.stderr
+    folder = tmp_path / "reports" / "acme" / "rocket"
+    page = (folder / "2026-W31.html").read_text()
+    for n in range(101, 107):
+        assert f'href="pr/{n}.html"' in page and (folder / "pr" / f"{n}.html").is_file()
+    assert "#101 " in (folder / "pr" / "101.html").read_text()
+
+
 def test_quiet_still_prints_the_report_path_on_stdout(env, tmp_path):
     result = prhub(env, "weekly", "--week", "31", "--year", "2026", "-q")
     assert result.exit_code == 0, result.stderr
@@ -208,7 +218,8 @@ def test_labels_takes_the_formats_of_the_other_commands(env, fmt):
         assert [pr["number"] for pr in group["prs"]] == [101, 103]
     else:
         assert (
-            result.stdout.startswith("<!doctype html>") and "<h2>rollout（2）</h2>" in result.stdout
+            result.stdout.startswith("<!doctype html>")
+            and '<h2 id="rollout2">rollout（2）</h2>' in result.stdout
         )
     bad = prhub(env, *args, "--format", "docx")
     assert bad.exit_code == 2 and "Traceback" not in bad.output

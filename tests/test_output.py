@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import sys
 import threading
@@ -17,7 +18,7 @@ from prhub.errors import OutputError
 from prhub.model import PRDigest
 from prhub.publish import html, output, render
 from prhub.weekly.report import WeeklyReport
-from tests.factories import digest, report
+from tests.factories import digest, report, settings
 
 TEXT = "# 周报\n\n第一行\n"
 
@@ -355,3 +356,57 @@ def test_stdout_that_fails_otherwise_is_an_output_error(monkeypatch):
     monkeypatch.setattr(sys, "stdout", Full())
     with pytest.raises(OutputError, match="^cannot write to standard output: No space left"):
         output.write(TEXT, None)
+
+
+# A report's digests beside it
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_a_report_written_to_its_folder_has_its_digests_beside_it(tmp_path, monkeypatch, fmt):
+    monkeypatch.chdir(tmp_path)
+    r = report()
+    path, changed = output.publish_weekly(r, fmt, None)
+    assert path is not None and changed
+    suffix = "md" if fmt == "markdown" else "html"
+    folder = path.parent / "pr"
+    assert sorted(p.name for p in folder.iterdir()) == [f"{n}.{suffix}" for n in r.facts.prs]
+    assert (folder / f"101.{suffix}").read_text() == output.digest_text(
+        r.digests[0], fmt, r.facts.tz
+    )
+    text = path.read_text()
+    linked = set(re.findall(rf"\]\((pr/\d+\.{suffix})\)|href=\"(pr/\d+\.{suffix})\"", text))
+    targets = {a or b for a, b in linked}
+    assert targets == {f"pr/{n}.{suffix}" for n in r.facts.prs}  # every row's link resolves
+    assert all((path.parent / t).is_file() for t in targets)
+    stamps = {p: p.stat().st_mtime_ns for p in folder.iterdir()}
+    assert output.publish_weekly(r, fmt, None) == (path, False)  # a rerun changes no file
+    assert {p: p.stat().st_mtime_ns for p in folder.iterdir()} == stamps
+
+
+def test_a_report_to_stdout_or_as_json_has_no_digests_and_no_links_to_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    output.publish_weekly(report(), "json", None)
+    out = tmp_path / "week.md"
+    output.publish_weekly(report(), "markdown", str(out))
+    assert not (tmp_path / "reports" / "acme" / "rocket" / "pr").exists()
+    assert (tmp_path / "pr" / "101.md").is_file() and "](pr/101.md)" in out.read_text()
+    assert "pr/" not in output.weekly_text(report(), "markdown")  # what stdout gets
+
+
+def test_the_digests_folder_follows_no_symlink_on_the_default_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "reports" / "acme" / "rocket"
+    folder.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (folder / "pr").symlink_to(outside)
+    with pytest.raises(OutputError, match="is a symbolic link"):
+        output.publish_weekly(report(), "markdown", None)
+    assert list(outside.iterdir()) == [] and not (folder / "2026-W31.md").exists()
+
+
+def test_labels_to_a_file_have_the_digests_beside_them(tmp_path):
+    out = tmp_path / "labels.html"
+    output.publish_labels(report(), None, settings(), out, "html")
+    assert (tmp_path / "pr" / "101.html").is_file()
+    assert 'href="pr/101.html"' in out.read_text()

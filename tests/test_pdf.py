@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,6 +83,20 @@ def test_the_weekly_pdf_holds_its_chinese_text_tables_and_folds(weekly_pdf):
 
 
 @needs_chromium
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils is not installed")
+def test_pdftotext_reads_the_weekly_pdf_back_as_pypdf_does(weekly_pdf, tmp_path):
+    (tmp_path / "w.pdf").write_bytes(weekly_pdf)
+    read = subprocess.run(
+        ["pdftotext", "-enc", "UTF-8", str(tmp_path / "w.pdf"), "-"],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    for heading in ("本周亮点", "风险观察", "完整周报", "重点 PR 速览", "全部 PR"):
+        assert flat(heading) in flat(read), heading
+    assert "GRPO 优势估计" in read or flat("GRPO 优势估计") in flat(read)  # a table's cell
+
+
 def test_the_same_page_prints_the_same_bytes(weekly_pdf):
     assert pdf.pdf(html.weekly_html(folded_report())) == weekly_pdf
     assert b"/CreationDate" not in weekly_pdf and b"/ModDate" not in weekly_pdf

@@ -644,3 +644,23 @@ def test_digests_alone_and_an_empty_week_make_a_whole_site(tmp_path, page):
         assert page.query_selector("img") is None
     assert page.eval_on_selector_all("#results a", "as => as.map(a => a.textContent)") == [HOSTILE]
     assert page.errors == []
+
+
+def test_a_week_with_a_discussion_links_it_at_the_end_of_its_page(tmp_path):
+    from prhub.store.store import Store
+    from tests.factories import report
+
+    week = report()
+    page = "https://github.com/acme/rocket/discussions/7"
+    posted = week.model_copy(update={"meta": week.meta.model_copy(update={"discussion_url": page})})
+    s = Store(tmp_path / "s.db")
+    try:
+        s.save_report(posted)
+    finally:
+        s.close()
+    out = tmp_path / "site"
+    env = cli_env("http://127.0.0.1:9", "http://127.0.0.1:9/v1", tmp_path / "s.db")
+    assert_ok(prhub(env, "site", str(out), "--no-pdf"))
+    html = (out / "acme" / "rocket" / f"2026-W{week.facts.week:02d}.html").read_text()
+    assert f'<a href="{page}">参与讨论</a>' in html
+    assert html.index("参与讨论") > html.index("完整周报")

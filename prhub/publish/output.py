@@ -18,12 +18,14 @@ from prhub.options import SUFFIX, Format
 from prhub.publish import html, labels, pdf, render
 from prhub.publish.overview import Entry, index_markdown
 from prhub.publish.parts import one_line
+from prhub.publish.view import DigestLink
 from prhub.text import plural
 from prhub.weekly.analyse import Window
 from prhub.weekly.report import WeeklyReport
 
 REPORTS = Path("reports")
 INDEX = REPORTS / "index.md"  # the week of many repositories, beside their folders
+DIGESTS = "pr"  # the folder beside a report file that holds its PRs' digests, pr/N.md
 
 
 def digest_text(d: PRDigest, fmt: Format, tz: str) -> str:
@@ -40,13 +42,13 @@ def digest_file(d: PRDigest, fmt: Format, tz: str) -> str | bytes:
     return pdf.pdf(digest_text(d, Format.html, tz)) if fmt == "pdf" else digest_text(d, fmt, tz)
 
 
-def weekly_text(report: WeeklyReport, fmt: Format) -> str:
-    """A weekly report in the asked format."""
+def weekly_text(report: WeeklyReport, fmt: Format, digest_link: DigestLink | None = None) -> str:
+    """A weekly report in the asked format; its rows link to digests where `digest_link` says."""
     if fmt == "json":
         return render.weekly_json(report)
     if fmt == "html":
-        return html.weekly_html(report)
-    return render.weekly_markdown(report)
+        return html.weekly_html(report, digest_link=digest_link)
+    return render.weekly_markdown(report, digest_link=digest_link)
 
 
 def weekly_file(report: WeeklyReport, fmt: Format) -> str | bytes:
@@ -55,15 +57,19 @@ def weekly_file(report: WeeklyReport, fmt: Format) -> str | bytes:
 
 
 def labels_text(
-    report: WeeklyReport, tag: str | None, aliases: dict[str, str], fmt: Format = Format.markdown
+    report: WeeklyReport,
+    tag: str | None,
+    aliases: dict[str, str],
+    fmt: Format = Format.markdown,
+    digest_link: DigestLink | None = None,
 ) -> str:
     """The week's digests grouped by tag; `tag` in any spelling its aliases fold."""
     view = labels.view(report, tag, aliases)
     if fmt == "json":
         return labels.labels_json(view)
     if fmt == "html":
-        return html.labels_html(view)
-    return labels.labels_markdown(view)
+        return html.labels_html(view, digest_link=digest_link)
+    return labels.labels_markdown(view, digest_link=digest_link)
 
 
 def labels_file(
@@ -203,12 +209,43 @@ def publish_digest(d: PRDigest, settings: Settings, fmt: Format, out: Path | Non
 
 def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> tuple[Path | None, bool]:
     """Renders a weekly report and writes it: `out`, "-" for stdout, or its report path;
-    where, and whether the file changed."""
+    where, and whether the file changed. A Markdown or HTML report written to a file has its
+    digests beside it, which its rows link to."""
     default = report_path(report, fmt)
     if out is None:
         _no_links(default)
     path = target(out, default)
-    return path, write(weekly_file(report, fmt), path)
+    link = with_digests(report, fmt, path, checked=out is None)
+    text = weekly_text(report, fmt, link) if link else weekly_file(report, fmt)
+    return path, write(text, path)
+
+
+def with_digests(
+    report: WeeklyReport, fmt: Format, path: Path | None, checked: bool = False
+) -> DigestLink | None:
+    """Writes the report's digests to pr/N.md (or .html) beside `path`, a Markdown or HTML file,
+    before the report that links to them; where each is, relative to the report. None, and
+    nothing written, for another format or for stdout, a device or a FIFO. `checked`: refuse
+    symlinks on the way, as on a default report path."""
+    if fmt not in (Format.markdown, Format.html) or path is None or not _regular(path):
+        return None
+    suffix = SUFFIX[fmt]
+    for d in report.digests:
+        file = path.parent / DIGESTS / f"{d.number}.{suffix}"
+        if checked:
+            _no_links(file)
+        write(digest_text(d, fmt, report.facts.tz), file)
+    return lambda number: f"{DIGESTS}/{number}.{suffix}"
+
+
+def _regular(path: Path) -> bool:
+    """True for a regular file or none yet: not a device, a FIFO or a directory."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # its write says what is wrong
 
 
 def publish_index(entries: list[Entry], w: Window, tz: str) -> tuple[Path, bool]:
@@ -235,8 +272,13 @@ def publish_labels(
     out: Path | None,
     fmt: Format = Format.markdown,
 ) -> None:
-    """Renders the week's digests grouped by tag and writes them to `out` (None: stdout)."""
-    write(labels_file(report, tag, settings.tags, fmt), out)
+    """Renders the week's digests grouped by tag and writes them to `out` (None: stdout); to a
+    Markdown or HTML file, with the digests beside it."""
+    link = with_digests(report, fmt, out)
+    if link:
+        write(labels_text(report, tag, settings.tags, fmt, link), out)
+    else:
+        write(labels_file(report, tag, settings.tags, fmt), out)
 
 
 def fail_partly(report: WeeklyReport) -> None:

@@ -168,8 +168,7 @@ def _env() -> jinja2.Environment:
 
 @jinja2.pass_context
 def _md(context: jinja2.runtime.Context, x: Text, table: bool = False) -> str:
-    # A view without links of its own (the index across repositories) cites no PR.
-    return md_text(x, table, getattr(context["v"], "links", None))
+    return md_text(x, table, getattr(context["v"], "links", None))  # a view without PRs has none
 
 
 def markdown(template: str, view: object) -> str:

@@ -112,12 +112,6 @@ MIGRATIONS = [
         PRIMARY KEY (repo, start, "end", target)
     );
     """,
-    # A fetched pull's ETag and Last-Modified (NULL for none): revalidated with them, an
-    # unchanged PR costs no rate limit (GitHub answers 304).
-    """
-    ALTER TABLE pulls ADD COLUMN etag TEXT;
-    ALTER TABLE pulls ADD COLUMN last_modified TEXT;
-    """,
     # Batch mode: each batch sent to the provider, and each request in one (by its custom_id,
     # with its repository) with its answer once collected; requests of several repositories
     # may share a batch.
@@ -141,5 +135,11 @@ MIGRATIONS = [
     );
     CREATE INDEX batch_requests_batch ON batch_requests (batch_id);
     CREATE INDEX batch_requests_repo ON batch_requests (repo);
+    """,
+    # A fetched pull's ETag and Last-Modified (NULL for none): revalidated with them, an
+    # unchanged PR costs no rate limit (GitHub answers 304).
+    """
+    ALTER TABLE pulls ADD COLUMN etag TEXT;
+    ALTER TABLE pulls ADD COLUMN last_modified TEXT;
     """,
 ]

@@ -41,6 +41,15 @@ class StoredNarrative(NamedTuple):
     created_at: datetime
 
 
+class StoredPull(NamedTuple):
+    """A fetched PR as stored: with the updated_at, ETag and Last-Modified GitHub gave with it."""
+
+    pr: PullRequest
+    updated_at: str
+    etag: str = ""
+    last_modified: str = ""
+
+
 class Post(NamedTuple):
     """What was posted of a week to one target: a discussion, an issue or a chat message."""
 
@@ -55,15 +64,6 @@ def post_hash(*parts: str) -> str:
     """A short hash of what a post says: the same words give the same hash."""
     data = json.dumps(parts, ensure_ascii=False)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
-
-
-class StoredPull(NamedTuple):
-    """A fetched PR as stored: with the updated_at, ETag and Last-Modified GitHub gave with it."""
-
-    pr: PullRequest
-    updated_at: str
-    etag: str = ""
-    last_modified: str = ""
 
 
 class Store:

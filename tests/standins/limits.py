@@ -29,6 +29,8 @@ def bucket_of(path: str) -> str | None:
     """The primary limit a request spends; None for GET /rate_limit, which spends none."""
     if path == "/rate_limit":
         return None
+    if path == "/graphql":
+        return "graphql"
     return "search" if path.startswith("/search/") else "core"
 
 
@@ -40,11 +42,12 @@ def secondary_limit(status: int = 403, retry_after: int | None = None) -> Answer
 
 
 class Limits:
-    """GitHub's primary limits (core, search) counted on `clock`: a window starts at the first
-    request after the last one ended and lasts its seconds; past its limit a request is refused
-    with `status` (GitHub sends 403 or 429). A 304 to an authorized request spends nothing.
+    """GitHub's primary limits (core, search, graphql) counted on `clock`: a window starts at
+    the first request after the last one ended and lasts its seconds; past its limit a request
+    is refused with `status` (GitHub sends 403 or 429). A 304 to an authorized request spends
+    nothing.
 
-    Each request is marked with what it cost (`request["charge"]`): "core", "search", "free"
+    Each request is marked with what it cost (`request["charge"]`): its bucket, "free"
     (a 304, GET /rate_limit) or "refused"."""
 
     def __init__(
@@ -61,6 +64,7 @@ class Limits:
         self._buckets: dict[str, list[Any]] = {
             "core": [core[0], core[1], 0, 0],
             "search": [search[0], search[1], 0, 0],
+            "graphql": [5000, 3600.0, 0, 0],
         }
 
     def _bucket(self, name: str) -> list[Any]:
