@@ -17,9 +17,9 @@ limit and prhub's request budget read one clock, which runs at real speed while 
 real run would wait, and costs 1/--speed-up of it here. Usage:
 
     python bench/scale.py [CORPUS_DIR] [--sizes 1,10,50] [--week 31] [--year 2026]
-                          [--limit 1000] [--speed-up 600]
+                          [--limit 1000] [--speed-up 600] [--source OWNER/REPO]
 
-Figures, not verdicts: it exits 0 once the runs are done, 1 when a run failed.
+Figures, not verdicts: it exits 0 once the runs are done, 1 with a line when a run failed.
 """
 
 from __future__ import annotations
@@ -186,6 +186,17 @@ class Size:
     def prs(self) -> int:
         return int(self.first.figures["prs"])
 
+    @property
+    def batched(self) -> tuple[Usage, Usage]:
+        """The usage of the batch-mode runs in all, and the part sent in batches."""
+        runs = self.batch
+        return sum((r.usage for r in runs), Usage()), sum((r.batch for r in runs), Usage())
+
+    @property
+    def peak(self) -> int:
+        """The most memory a prhub process of this N held, in KiB."""
+        return max(r.figures["rss"] for r in (self.first, self.rerun, *self.batch))
+
 
 class Organisation:
     """The stand-ins of one N and the runs against them."""
@@ -193,14 +204,8 @@ class Organisation:
     def __init__(self, n: int, args: argparse.Namespace, tmp: Path, skipped: Any) -> None:
         self.n, self.args, self.tmp, self.skipped = n, args, tmp, skipped
         self.repos = [f"{ORG}/repo-{i:03d}" for i in range(1, n + 1)]
-        clock = Clock(skipped, args.speed_up)
-        mirrors = dict.fromkeys(self.repos, args.source)
-        common: dict[str, Any] = {
-            "token": TOKEN,
-            "mirrors": mirrors,
-            "clock": clock.time,
-            "index_lag": INDEX_LAG,
-        }
+        common: dict[str, Any] = {"token": TOKEN, "clock": Clock(skipped, args.speed_up).time}
+        common |= {"mirrors": dict.fromkeys(self.repos, args.source), "index_lag": INDEX_LAG}
         self.limited = GitHubStandIn(args.corpus, core_limit=args.limit, **common)
         self.plain = GitHubStandIn(args.corpus, core_limit=10**9, search_limit=10**9, **common)
         self.llm = BatchStandIn(api_key=KEY)
@@ -277,11 +282,6 @@ def waited(run: Run) -> str:
 Row = tuple[str, Callable[[Size], str]]
 
 
-def batched(size: Size) -> tuple[Usage, Usage]:
-    """The usage of the batch-mode runs in all, and the part sent in batches."""
-    return sum((r.usage for r in size.batch), Usage()), sum((r.batch for r in size.batch), Usage())
-
-
 def charged(run: Run) -> int:
     """Requests a run spent of GitHub's limits, core and search."""
     return run.charged["core"] + run.charged["search"]
@@ -301,7 +301,7 @@ ROWS: list[Row] = [
     (
         "rerun: core / search requests",
         lambda s: f"{s.rerun.charged['core']} / {s.rerun.charged['search']}",
-    ),  # fmt: skip
+    ),
     ("rerun: limit requests per PR", lambda s: per_pr(charged(s.rerun), s)),
     ("rerun: saved by revalidation (304s)", lambda s: f"{s.rerun.charged['free']:,}"),
     ("rerun: waited for the limit (simulated)", lambda s: waited(s.rerun)),
@@ -310,23 +310,20 @@ ROWS: list[Row] = [
     ("online: output tokens per PR", lambda s: per_pr(s.first.usage.tokens_out, s, 0)),
     (
         "batch: LLM calls in batch / online",
-        lambda s: f"{batched(s)[1].calls:,} / {(batched(s)[0] - batched(s)[1]).calls:,}",
-    ),  # fmt: skip
+        lambda s: f"{s.batched[1].calls:,} / {(s.batched[0] - s.batched[1]).calls:,}",
+    ),
     ("batch: runs until complete", lambda s: str(len(s.batch))),
     ("cost online (USD)", lambda s: f"{dollars(s.first.usage, Usage()):.4f}"),
-    ("cost batch (USD)", lambda s: f"{dollars(*batched(s)):.4f}"),
-    ("cost per 1,000 PRs online / batch", lambda s: per_1000(s)),
-    ("peak RSS of a prhub run", lambda s: f"{max(peak(s)) / 1024:.0f} MiB"),
+    ("cost batch (USD)", lambda s: f"{dollars(*s.batched):.4f}"),
+    (
+        "cost per 1,000 PRs online / batch",
+        lambda s: (
+            f"{per_pr(dollars(s.first.usage, Usage()) * 1000, s)} / "
+            f"{per_pr(dollars(*s.batched) * 1000, s)}"
+        ),
+    ),
+    ("peak RSS of a prhub run", lambda s: f"{s.peak / 1024:.0f} MiB"),
 ]
-
-
-def per_1000(size: Size) -> str:
-    online, batch = dollars(size.first.usage, Usage()), dollars(*batched(size))
-    return f"{online * 1000 / size.prs:.2f} / {batch * 1000 / size.prs:.2f}" if size.prs else "-"
-
-
-def peak(size: Size) -> list[int]:
-    return [r.figures["rss"] for r in (size.first, size.rerun, *size.batch)]
 
 
 def table(sizes: list[Size]) -> list[str]:
