@@ -294,9 +294,7 @@ def _week(
     if waits is not None:
         _waiting(waits, settings)
         return
-    from prhub.weekly.report import WeeklyReport
-
-    assert isinstance(report, WeeklyReport)  # no batch waits: the week's report
+    report = pipeline.report_of(report)
     failed: list[PrhubError] = []
     if command == "weekly" and (settings.discuss or settings.notify):
         posted = pipeline.post(settings, report)  # after the report is written: it is never lost

@@ -459,6 +459,12 @@ class Run:
         )
 
 
+def report_of(result: WeeklyReport | Waiting) -> WeeklyReport:
+    """The week's report of a run that waits for no batch."""
+    assert isinstance(result, WeeklyReport), result
+    return result
+
+
 def waits(result: object) -> str | None:
     """What a batch-mode run's result waits for, as its closing line; None for a digest or a
     report."""

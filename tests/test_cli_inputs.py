@@ -173,4 +173,9 @@ def test_a_week_in_another_timezone_has_a_file_of_its_own(env, tmp_path):
     assert prhub(env, "weekly", *WEEK, "--tz", "UTC").exit_code == 0
     assert prhub(env, "weekly", *WEEK, "--tz", "America/New_York").exit_code == 0
     names = sorted(p.name for p in (tmp_path / "reports" / "acme" / "rocket").iterdir())
-    assert names == ["2026-W31.America-New_York.md", "2026-W31.UTC.md", "2026-W31.md"]
+    assert names == ["2026-W31.America-New_York.md", "2026-W31.UTC.md", "2026-W31.md", "pr"]
+    # Each report's digests beside it show its timezone's times, so none overwrites another's.
+    digests = {p.name for p in (tmp_path / "reports" / "acme" / "rocket" / "pr").iterdir()}
+    assert {"101.md", "101.UTC.md"} <= digests
+    utc = (tmp_path / "reports" / "acme" / "rocket" / "2026-W31.UTC.md").read_text()
+    assert "(pr/101.UTC.md)" in utc

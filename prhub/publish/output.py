@@ -223,18 +223,19 @@ def publish_weekly(report: WeeklyReport, fmt: Format, out: str | None) -> tuple[
 def with_digests(
     report: WeeklyReport, fmt: Format, path: Path | None, checked: bool = False
 ) -> DigestLink | None:
-    """Writes the report's digests to pr/N.md (or .html) beside `path`, a Markdown or HTML file,
-    before the report that links to them; where each is, relative to the report. None, and
-    nothing written, for another format or for stdout, a device or a FIFO. `checked`: refuse
-    symlinks on the way, as on a default report path."""
+    """Writes the report's digests to pr/N.md (or .html; pr/N.UTC.md in another timezone)
+    beside `path`, a Markdown or HTML file, before the report that links to them; where each
+    is, relative to the report. None, and nothing written, for another format or for stdout, a
+    device or a FIFO. `checked`: refuse symlinks on the way, as on a default report path."""
     if fmt not in (Format.markdown, Format.html) or path is None or not _regular(path):
         return None
-    suffix = SUFFIX[fmt]
+    tz = report.facts.tz  # the digests' times are in it, as the report's name says
+    suffix = SUFFIX[fmt] if tz == DEFAULTS["tz"] else f"{tz.replace('/', '-')}.{SUFFIX[fmt]}"
     for d in report.digests:
         file = path.parent / DIGESTS / f"{d.number}.{suffix}"
         if checked:
             _no_links(file)
-        write(digest_text(d, fmt, report.facts.tz), file)
+        write(digest_text(d, fmt, tz), file)
     return lambda number: f"{DIGESTS}/{number}.{suffix}"
 
 
