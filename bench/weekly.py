@@ -128,7 +128,8 @@ def measure(label: str, jobs: int, store: Path, args: argparse.Namespace, tmp: P
                 kept.save_endpoint_mode(settings.endpoint, settings.model, settings.response_mode)
         started = time.perf_counter()
         with pipeline.Run(settings, "weekly") as run:
-            report = run.weekly(pipeline.window(settings, year=args.year, week=args.week))
+            week = pipeline.window(settings, year=args.year, week=args.week)
+            report = pipeline.report_of(run.weekly(week))
         seconds = time.perf_counter() - started
     return Result(
         label=label,
