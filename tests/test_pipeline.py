@@ -14,7 +14,15 @@ import pytest
 from prhub import pipeline
 from prhub.model import DigestContent
 from prhub.publish import labels, render
-from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY, responder, settings, unlinked
+from tests.factories import (
+    FIXTURES,
+    GITHUB_TOKEN,
+    OPENAI_KEY,
+    big_prs,
+    responder,
+    settings,
+    unlinked,
+)
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import prompt_text
 
@@ -413,20 +421,7 @@ def test_gitattributes_are_read_once_a_run_and_the_stored_copy_serves_when_githu
 @pytest.mark.parametrize("jobs", [1, 4])
 def test_jobs_bounds_llm_requests_in_flight_across_the_run(tmp_path, jobs):
     """Map calls of big PRs share the bound with every other PR's calls."""
-    data = tmp_path / "data"
-    shutil.copytree(FIXTURES / "github" / "acme", data / "acme")
-    for number in (101, 102):  # two big PRs: map calls of both at once
-        pulls = data / "acme" / "rocket" / "pulls"
-        files = json.loads((pulls / f"{number}.files.json").read_text())
-        for i in range(24):
-            lines = [f"+value_{number}_{i}_{j} = compute({j}, scale={i * j})" for j in range(40)]
-            patch = "@@ -0,0 +1,40 @@\n" + "\n".join(lines)
-            name = f"rocket/big_{i}.py"
-            files.append({"filename": name, "status": "added", "additions": 40, "patch": patch})
-        (pulls / f"{number}.files.json").write_text(json.dumps(files))
-        pull = json.loads((pulls / f"{number}.json").read_text())
-        pull.update(changed_files=len(files), additions=pull["additions"] + 24 * 40)
-        (pulls / f"{number}.json").write_text(json.dumps(pull))
+    data = big_prs(tmp_path / "data", [101, 102])  # two big PRs: map calls of both at once
     with GitHubStandIn(data, token=GITHUB_TOKEN) as github, LLMStandIn(latency=0.15) as slow:
         slow.responder = responder
         config = settings(github, slow, tmp_path, jobs=jobs, input_budget=4000)
