@@ -16,9 +16,8 @@ import yaml
 from prhub import __version__, ci
 from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, next_steps, requirement, workflow_text
 from prhub.errors import ConfigError
-from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY
+from tests.factories import FIXTURES
 from tests.standins import GitHubStandIn, LLMStandIn, runner
-from tests.standins.llm import MODEL
 from tests.standins.runner import EXPRESSION, triggers
 
 REPORT = "reports/acme/rocket/2026-W31.md"
@@ -170,17 +169,7 @@ def test_prhub_step_writes_the_report(
     """The step's exact script and env, expressions filled in, run by bash on the stand-ins."""
     checkout = tmp_path / "checkout"
     checkout.mkdir()
-    values = {
-        "github.repository": "acme/rocket",
-        "inputs.week": "31",
-        "inputs.year": "2026",
-        "secrets.GITHUB_TOKEN": GITHUB_TOKEN,
-        "secrets.OPENAI_API_KEY": OPENAI_KEY,
-        "vars.OPENAI_BASE_URL": llm.url,
-        "vars.PRHUB_MODEL": MODEL,
-    }
-    # On github.com the runner sets GITHUB_API_URL to https://api.github.com.
-    env = {"GITHUB_API_URL": github.url, "PRHUB_CACHE_DIR": os.environ["PRHUB_CACHE_DIR"]}
+    values, env = runner.weekly_values(github, llm)
     done, outputs = run_step(workflow, prhub_step(workflow), values, checkout, env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert outputs == {"report": REPORT, "status": "0"}

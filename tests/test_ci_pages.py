@@ -26,9 +26,8 @@ from prhub.ci import (
 )
 from prhub.cli import app
 from prhub.errors import ConfigError
-from tests.factories import GITHUB_TOKEN, OPENAI_KEY, closed_port_url
+from tests.factories import closed_port_url
 from tests.standins import GitHubStandIn, LLMStandIn, runner
-from tests.standins.llm import MODEL
 from tests.standins.pages import PagesStandIn
 from tests.standins.runner import EXPRESSION, triggers
 
@@ -77,22 +76,6 @@ def run_step(
     """Runs a step of the build job as an Actions runner would; returns it and its outputs."""
     cwd.mkdir(exist_ok=True)
     return runner.run_step(workflow, JOB, target, values, cwd, env or {}, prelude)
-
-
-def weekly_values(github: GitHubStandIn, llm: LLMStandIn) -> tuple[dict[str, str], dict[str, str]]:
-    """The expressions of the weekly step for week 31 on the stand-ins, and the runner's env."""
-    values = {
-        "github.repository": "acme/rocket",
-        "inputs.week": "31",
-        "inputs.year": "2026",
-        "secrets.GITHUB_TOKEN": GITHUB_TOKEN,
-        "secrets.OPENAI_API_KEY": OPENAI_KEY,
-        "vars.OPENAI_BASE_URL": llm.url,
-        "vars.PRHUB_MODEL": MODEL,
-    }
-    # On github.com the runner sets GITHUB_API_URL to https://api.github.com.
-    env = {"GITHUB_API_URL": github.url, "PRHUB_CACHE_DIR": os.environ["PRHUB_CACHE_DIR"]}
-    return values, env
 
 
 def restore_from(workflow: dict[Any, Any], site_url: str, checkout: Path) -> Any:
@@ -312,7 +295,7 @@ def test_the_store_comes_back_from_the_published_site(
 ) -> None:
     """A week made on one runner, published; on the next, with the cache gone, the week is
     rebuilt from the site's JSON alone and costs no LLM call: the same report, byte for byte."""
-    values, env = weekly_values(github, llm)
+    values, env = runner.weekly_values(github, llm)
     first, second = tmp_path / "first", tmp_path / "second"
     weekly = step(workflow, id="prhub")
     done, _ = run_step(workflow, weekly, values, first, env)
@@ -375,7 +358,7 @@ def test_the_built_site_is_published_and_restores_the_store(
 ) -> None:
     """The whole build job on two runners: the second, its cache gone, imports the first one's
     site, pays no LLM call and builds the same site."""
-    values, env = weekly_values(github, llm)
+    values, env = runner.weekly_values(github, llm)
     first, second = tmp_path / "first", tmp_path / "second"
     for name in ("prhub", "site"):
         done, _ = run_step(workflow, step(workflow, id=name), values, first, env)

@@ -74,3 +74,22 @@ def run_step(
     )
     written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
     return done, written
+
+
+def weekly_values(github: Any, llm: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """The expressions of the weekly step for week 31 on the stand-ins, and the runner's env."""
+    from tests.factories import GITHUB_TOKEN, OPENAI_KEY
+    from tests.standins.llm import MODEL
+
+    values = {
+        "github.repository": "acme/rocket",
+        "inputs.week": "31",
+        "inputs.year": "2026",
+        "secrets.GITHUB_TOKEN": GITHUB_TOKEN,
+        "secrets.OPENAI_API_KEY": OPENAI_KEY,
+        "vars.OPENAI_BASE_URL": llm.url,
+        "vars.PRHUB_MODEL": MODEL,
+    }
+    # On github.com the runner sets GITHUB_API_URL to https://api.github.com.
+    env = {"GITHUB_API_URL": github.url, "PRHUB_CACHE_DIR": os.environ["PRHUB_CACHE_DIR"]}
+    return values, env
