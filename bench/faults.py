@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import KEY, TOKEN, standin  # noqa: E402
-from prhub import pipeline  # noqa: E402
+from prhub.run import week as run_week  # noqa: E402
+from prhub.run.run import Run, window  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.defaults import ENV  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
@@ -108,9 +109,10 @@ def run(args: argparse.Namespace, corpus: Path, tmp: Path, rate: float) -> dict[
             closing(LLM(settings, stop=llm_retries)) as llm,
         ):
             try:
-                report = pipeline.weekly(
-                    settings, year=args.year, week=args.week, source=source, llm=llm
-                )
+                w = window(settings, year=args.year, week=args.week)
+                with Run(settings, "weekly", source=source, llm=llm) as run:
+                    report = run_week.weekly(run, w)
+                assert not isinstance(report, run_week.Waiting)
                 outcome: str | None = None
             except PrhubError as exc:  # the whole run failed, e.g. the search itself
                 report, outcome = None, str(exc)

@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import TOKEN, standin  # noqa: E402
-from prhub import pipeline  # noqa: E402
+from prhub.run import dryrun, week  # noqa: E402
+from prhub.run.run import Run  # noqa: E402
 from prhub.config import Settings, load_settings  # noqa: E402
 from prhub.digest import checks  # noqa: E402
 from prhub.digest.ground import PATH, SPAN, pr_source  # noqa: E402
@@ -240,7 +241,7 @@ ECHOES = _echoes()
 
 
 def measure(
-    run: pipeline.Run, number: int, payload: dict[str, Any], counts: Requests, logs: Records
+    run: Run, number: int, payload: dict[str, Any], counts: Requests, logs: Records
 ) -> tuple[Row, PRDigest | None]:
     """One PR through the run's summarize, and what its digest shows."""
     row = Row(
@@ -254,8 +255,8 @@ def measure(
     started = time.perf_counter()
     try:
         pr = run.merged_pr(number)
-        row.planned = run.planned(pr).calls
-        made = run.summarize(number)
+        row.planned = dryrun.planned(run, pr).calls
+        made = week.summarize(run, number)
     except PrhubError as exc:
         row.error = f"{type(exc).__name__} (exit {exc.exit_code})"
         row.message = " ".join(str(exc).split())
@@ -292,7 +293,7 @@ def measure(
     return row, made
 
 
-def _spent(run: pipeline.Run) -> Usage | None:
+def _spent(run: Run) -> Usage | None:
     """Every answered request of the run's LLM client so far, if it counts them."""
     spent = getattr(run.llm, "spent", None)
     return spent if isinstance(spent, Usage) else None
@@ -482,7 +483,7 @@ def main() -> None:
             # Made here, as the run would make it at its first call, to count its requests.
             llm = stack.enter_context(closing(LLM(settings)))
             counts.attach(llm)
-            run = stack.enter_context(pipeline.Run(settings, "bench", llm=llm))
+            run = stack.enter_context(Run(settings, "bench", llm=llm))
         except PrhubError as exc:
             sys.exit(f"cannot start: {exc}")
         for i, number in enumerate(numbers, 1):

@@ -47,13 +47,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import KEY, TOKEN  # noqa: E402
-from prhub import many, progress  # noqa: E402
+from prhub.run import figures as run_figures  # noqa: E402
+from prhub.run import many  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.github import source as source_module  # noqa: E402
 from prhub.github.ratelimit import Budget  # noqa: E402
 from prhub.model import Usage  # noqa: E402
-from prhub.options import Format  # noqa: E402
+from prhub.publish.formats import Format  # noqa: E402
 from tests.standins import GitHubStandIn  # noqa: E402
 from tests.standins.batch import BatchStandIn  # noqa: E402
 
@@ -135,16 +136,15 @@ def run_weekly(job: dict[str, Any], skipped: Any, results: Any) -> None:
             lambda name: base.model_copy(update={"repo": name}),
             {"year": job["year"], "week": job["week"], "since": None, "until": None},
             Format.markdown,
-            quiet=True,
-        )
+        ).outcomes
     except PrhubError as exc:
         outcomes, figures["error"] = [], str(exc)
     figures |= {
         "seconds": time.perf_counter() - started,
-        "prs": sum(o.stats.prs for o in outcomes),
+        "prs": sum(o.stats.prs for o in outcomes if o.stats),
         "waiting": sum(bool(o.waiting) for o in outcomes),
-        "usage": sum((o.stats.usage for o in outcomes), Usage()).model_dump(),
-        "batch": sum((o.stats.batch_usage for o in outcomes), Usage()).model_dump(),
+        "usage": sum((o.stats.usage for o in outcomes if o.stats), Usage()).model_dump(),
+        "batch": sum((o.stats.batch_usage for o in outcomes if o.stats), Usage()).model_dump(),
         "waited": sum(b.waited for b in budgets),
         "waits": dict(waits.count),
         "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # KiB on Linux
@@ -258,7 +258,7 @@ class Organisation:
 
 def dollars(usage: Usage, batch: Usage) -> float:
     """prhub's own estimate at the default prices, as its summary line gives it."""
-    text = progress.cost(usage, Settings(), batch)
+    text = run_figures.cost(usage, Settings(), batch)
     found = re.search(r"\$([\d.]+)", text)
     return float(found[1]) if found else float("nan")
 

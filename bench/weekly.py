@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import KEY, TOKEN, standin  # noqa: E402
-from prhub import pipeline  # noqa: E402
+from prhub.run import week as run_week  # noqa: E402
+from prhub.run.run import Run, window  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.model import Usage  # noqa: E402
@@ -127,9 +128,10 @@ def measure(label: str, jobs: int, store: Path, args: argparse.Namespace, tmp: P
             with closing(Store(store)) as kept:
                 kept.save_endpoint_mode(settings.endpoint, settings.model, settings.response_mode)
         started = time.perf_counter()
-        with pipeline.Run(settings, "weekly") as run:
-            week = pipeline.window(settings, year=args.year, week=args.week)
-            report = pipeline.report_of(run.weekly(week))
+        with Run(settings, "weekly") as run:
+            week = window(settings, year=args.year, week=args.week)
+            report = run_week.weekly(run, week)
+            assert not isinstance(report, run_week.Waiting), report
         seconds = time.perf_counter() - started
     return Result(
         label=label,

@@ -6,8 +6,7 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from prhub.config import Settings, load_settings
     from prhub.errors import PrhubError
-    from prhub.model import PRDigest, PullRequest
-    from prhub.weekly.report import WeeklyReport
+    from prhub.model import PRDigest, PullRequest, WeeklyReport
 
 __all__ = ["PRDigest", "PrhubError", "PullRequest", "Settings", "WeeklyReport", "load_settings"]
 __version__ = "0.1.0"
@@ -19,7 +18,7 @@ _HOMES = {
     "PrhubError": "prhub.errors",
     "PullRequest": "prhub.model",
     "Settings": "prhub.config",
-    "WeeklyReport": "prhub.weekly.report",
+    "WeeklyReport": "prhub.model",
     "load_settings": "prhub.config",
 }
 

@@ -32,9 +32,18 @@ from prhub.github.ratelimit import Budget
 from prhub.github.source import GitHubSource
 from prhub.llm.llm import LLM
 from prhub.llm.prompt import load_prompt
-from prhub.model import Coverage, FileChange, PRDigest, PreparedPR, PullRequest
+from prhub.model import (
+    AuthorCount,
+    Coverage,
+    FailedPR,
+    FileChange,
+    PRDigest,
+    PreparedPR,
+    PullRequest,
+    Revert,
+    WeeklyReport,
+)
 from prhub.publish import parts
-from prhub.weekly.report import AuthorCount, FailedPR, Revert, WeeklyReport
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
 
@@ -521,3 +530,40 @@ def empty_report() -> WeeklyReport:
     r = report()
     facts = r.facts.model_copy(update={"prs": [], "pr_count": 0, "key_prs": []})
     return r.model_copy(update={"facts": facts, "narrative": None, "digests": []})
+
+
+def week_of(
+    config: Settings,
+    *,
+    narrate: bool = True,
+    source: GitHubSource | None = None,
+    llm: LLM | None = None,
+    store: Any = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    **when: Any,
+) -> Any:
+    """A week's report (or what it waits for) as a run makes it, in process: the use case
+    without its publishing, on the clients given or the run's own."""
+    from prhub.run import week
+    from prhub.run.run import Run, window
+
+    w = window(config, **when)
+    command = "weekly" if narrate else "labels"
+    with Run(config, command, source=source, llm=llm, store=store, progress=progress) as run:
+        return week.weekly(run, w, narrate_week=narrate)
+
+
+def digest_of(
+    number: int,
+    config: Settings,
+    *,
+    source: GitHubSource | None = None,
+    llm: LLM | None = None,
+    store: Any = None,
+) -> Any:
+    """One PR's digest (or what it waits for) as a run makes it, in process."""
+    from prhub.run import week
+    from prhub.run.run import Run
+
+    with Run(config, "summarize", source=source, llm=llm, store=store) as run:
+        return week.summarize(run, number)

@@ -9,16 +9,20 @@ import pytest
 
 from prhub.errors import ConfigError
 from prhub.model import (
+    AuthorCount,
+    BreakingChange,
     Coverage,
     DigestContent,
     DigestMeta,
     FileChange,
+    HotPath,
     PRDigest,
     PullRequest,
+    Revert,
     Usage,
+    WeeklyFacts,
 )
 from prhub.weekly.analyse import last_complete_week, week_window, weekly_facts, window
-from prhub.weekly.report import AuthorCount, BreakingChange, HotPath, Revert, WeeklyFacts
 
 REPO = "verl-project/verl"
 SHANGHAI = ZoneInfo("Asia/Shanghai")

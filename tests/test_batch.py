@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from prhub import pipeline
 from prhub.llm.batch import Waiting, request_key
 from prhub.llm.batch_api import jsonl
 from tests.factories import (
@@ -22,6 +21,7 @@ from tests.factories import (
     assert_ok,
     big_prs,
     cli_env,
+    digest_of,
     prhub,
     responder,
     settings,
@@ -228,14 +228,14 @@ def test_a_map_reduce_pr_takes_two_rounds(tmp_path, llm):
     data = big_prs(tmp_path / "data", [101])
     with GitHubStandIn(data, token=GITHUB_TOKEN) as github:
         config = settings(github, llm, tmp_path, input_budget=4000, batch=True)
-        first = pipeline.summarize_pr(101, config)
+        first = digest_of(101, config)
         assert isinstance(first, Waiting) and first.submitted > 1
         notes = kinds(llm)
         assert notes == ["ChunkNotes"] * first.submitted  # every part at once
-        second = pipeline.summarize_pr(101, config)
+        second = digest_of(101, config)
         assert isinstance(second, Waiting) and second.submitted == 1
         assert kinds(llm)[len(notes) :] == ["DigestContent"]
-        made = pipeline.summarize_pr(101, config)
+        made = digest_of(101, config)
     assert not isinstance(made, Waiting)
     assert "digest_notes" in made.meta.prompt
     assert made.meta.usage.calls == len(notes) + 1

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from prhub.config import Settings
+from prhub.model import FailedPR
 from prhub.publish.brief import RISKS, SHORT, brief_of, linked, markdown, pieces, short
-from prhub.weekly.report import FailedPR, fact_risks
+from prhub.weekly.prose import fact_risks
 from tests.factories import MARKDOWN, no_narrative_report, report
 
 PAGE = "https://acme.github.io/site/{repo}/{week}.html"

@@ -13,9 +13,17 @@ from typing import Any
 import pytest
 import yaml
 
-from prhub import __version__, ci
-from prhub.ci import INSTALL_PLACEHOLDER, WORKFLOW, init_ci, next_steps, requirement, workflow_text
+from prhub import __version__
 from prhub.errors import ConfigError
+from prhub.run import ci
+from prhub.run.ci import (
+    INSTALL_PLACEHOLDER,
+    WORKFLOW,
+    init_ci,
+    next_steps,
+    requirement,
+    workflow_text,
+)
 from tests.factories import FIXTURES
 from tests.standins import GitHubStandIn, LLMStandIn, runner
 from tests.standins.runner import EXPRESSION, triggers
@@ -393,4 +401,4 @@ def test_the_written_install_line_installs_this_prhub_in_a_fresh_venv(tmp_path: 
     shown = subprocess.run([fresh / "bin" / "prhub", "--version"], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == f"prhub {__version__}\n"
-    assert Path(site, "prhub", "cli.py").is_file()  # installed there, not found elsewhere
+    assert Path(site, "prhub", "cli", "commands.py").is_file()  # installed there, not found elsewhere

@@ -16,7 +16,9 @@ import pytest
 import typer
 import yaml
 
-from prhub.ci import (
+from prhub.cli import app
+from prhub.errors import ConfigError
+from prhub.run.ci import (
     INSTALL_PLACEHOLDER,
     PAGES_WORKFLOW,
     WORKFLOW,
@@ -24,8 +26,6 @@ from prhub.ci import (
     next_steps,
     workflow_text,
 )
-from prhub.cli import app
-from prhub.errors import ConfigError
 from tests.factories import closed_port_url
 from tests.standins import GitHubStandIn, LLMStandIn, runner
 from tests.standins.pages import PagesStandIn

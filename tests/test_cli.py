@@ -318,57 +318,6 @@ def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandI
     assert len(llm.bodies) == 2
 
 
-def test_the_cli_runs_stages_through_the_pipeline_and_imports_names_where_defined() -> None:
-    import ast
-
-    import prhub.cli
-
-    tree = ast.parse(Path(prhub.cli.__file__).read_text(encoding="utf-8"))
-    imported = {
-        alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module == "prhub"
-        for alias in node.names
-    } | {
-        node.module.split(".")[1]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prhub.")
-    }
-    stages = {
-        f"{node.module}.{alias.name}"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prhub.")
-        for alias in node.names
-        if (node.module or "").split(".")[1] in ("publish", "store", "llm")
-    }
-    # Besides the pipeline, what runs no stage: writing, the store's modes and runs, the prompts,
-    # a store restored from published JSON.
-    expected = {
-        "prhub.publish.output",
-        "prhub.store.modes",
-        "prhub.store.restore",
-        "prhub.llm.prompt",
-    }
-    assert stages == expected, stages
-    allowed = {
-        "publish",
-        "store",
-        "llm",
-        "pipeline",
-        "many",  # the pipeline over the configured repositories
-        "progress",
-        "config",
-        "errors",
-        "ci",
-        "logmask",
-        "names",
-        "options",
-        "__version__",
-    }
-    assert imported <= allowed, imported
-    assert "pipeline" in imported
-
-
 # Start-up: the SDKs, pydantic and rich load only in the commands that use them.
 HEAVY = ("openai", "github", "jinja2", "tiktoken", "pydantic", "rich", "prhub.model")
 

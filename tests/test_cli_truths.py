@@ -6,8 +6,7 @@ import re
 import threading
 from pathlib import Path
 
-from prhub import pipeline
-from tests.factories import OPENAI_KEY, prhub, responder, settings
+from tests.factories import OPENAI_KEY, prhub, responder, settings, week_of
 from tests.standins import LLMStandIn
 
 WEEK = ("--week", "31", "--year", "2026")
@@ -92,12 +91,12 @@ def test_two_runs_at_once_pay_for_the_narrative_once(github, tmp_path):
     with LLMStandIn(api_key=OPENAI_KEY, latency=0.3) as server:
         server.responder = responder
         config = settings(github, server, tmp_path, jobs=2)
-        pipeline.weekly(config, year=2026, week=31, narrate=False)  # digests stored
+        week_of(config, year=2026, week=31, narrate=False)  # digests stored
         digests = len(server.bodies)
         reports = []
         runs = [
             threading.Thread(
-                target=lambda: reports.append(pipeline.weekly(config, year=2026, week=31))
+                target=lambda: reports.append(week_of(config, year=2026, week=31))
             )
             for _ in range(2)
         ]
@@ -113,7 +112,7 @@ def test_two_runs_at_once_pay_for_the_narrative_once(github, tmp_path):
 def test_a_progress_line_is_one_write_so_no_log_line_lands_inside_it():
     import io
 
-    from prhub.progress import Display
+    from prhub.cli.display import Display
 
     class Writes(io.StringIO):
         def __init__(self) -> None:

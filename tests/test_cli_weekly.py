@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from prhub.options import YEARS
-from prhub.progress import Display
+from prhub.cli.display import Display
+from prhub.cli.options import YEARS
 from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY, prhub, responder, unlinked
 from tests.standins import GitHubStandIn, LLMStandIn
 
@@ -420,7 +420,7 @@ GIT_RECORD = {
 def test_init_ci_writes_the_workflow_once(env, tmp_path, monkeypatch):
     import yaml
 
-    from prhub import ci
+    from prhub.run import ci
 
     monkeypatch.setattr(ci, "installed", lambda: GIT_RECORD)
     result = prhub(env, "init-ci", str(tmp_path))
@@ -450,7 +450,7 @@ def test_init_ci_pages_writes_the_pages_workflow_and_says_to_turn_pages_on(
 ):
     import yaml
 
-    from prhub import ci
+    from prhub.run import ci
 
     monkeypatch.setattr(ci, "installed", lambda: GIT_RECORD)
     result = prhub(env, "init-ci", "--pages", str(tmp_path))
@@ -477,7 +477,7 @@ def test_init_ci_pages_writes_the_pages_workflow_and_says_to_turn_pages_on(
 
 
 def test_init_ci_refuses_to_guess_an_install_from_the_index(env, tmp_path, monkeypatch):
-    from prhub import ci
+    from prhub.run import ci
 
     monkeypatch.setattr(ci, "installed", lambda: None)
     result = prhub(env, "init-ci", str(tmp_path))

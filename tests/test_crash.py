@@ -182,9 +182,10 @@ def test_a_signal_starts_no_new_request_and_keeps_what_finished(
 # threading code it waits in: wherever it lands, the handler must not wait for a lock.
 PAUSING = """
 import os, signal, sys
-from prhub import cli, retry
+from prhub import retry
+from prhub.cli import commands as cli_commands
 from prhub.errors import Interrupted
-signal.signal(signal.SIGTERM, cli._interrupt)
+signal.signal(signal.SIGTERM, cli_commands._interrupt)
 at, lines = int(sys.argv[1]), 0
 def trace(frame, event, arg):
     global lines

@@ -9,7 +9,7 @@ def test_each_name_is_a_setting_and_settings_default_to_these() -> None:
 
 
 def test_every_default_the_help_shows_is_here() -> None:
-    from prhub.options import BATCH, SHARED, WEEK
+    from prhub.cli.options import BATCH, SHARED, WEEK
 
     options = {*SHARED, *WEEK, *BATCH}
     # A setting that is an option and has a default other than "unset" or "off" shows it.

@@ -45,12 +45,12 @@ def test_every_error_class_says_in_one_line_what_it_means():
 def test_the_cli_exits_with_the_code_of_the_error_and_its_message_alone(
     cls: type[PrhubError], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from prhub import pipeline
+    from prhub.run import week
 
-    def fail(self: pipeline.Run, number: int) -> None:
+    def fail(run: object, number: int) -> None:
         raise cls("what failed: what to do")
 
-    monkeypatch.setattr(pipeline.Run, "summarize", fail)
+    monkeypatch.setattr(week, "summarize", fail)
     nowhere = closed_port_url()
     result = summarize(cli_env(nowhere, nowhere + "/v1", tmp_path / "store.db"))
     assert result.exit_code == cls.exit_code, (result.stderr, result.exception)

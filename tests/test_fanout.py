@@ -17,9 +17,9 @@ from prhub.errors import (
     PRNotFound,
     StoreError,
 )
-from prhub.fanout import each, staged, stops_run
 from prhub.llm.llm import ContextTooLong
-from prhub.weekly.report import FailedPR
+from prhub.model import FailedPR
+from prhub.run.fanout import each, staged, stops_run
 
 
 def scripted(outcomes: dict[int, Exception | None], delay: float = 0.0):

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from github import Auth, Github
 
-from prhub import pipeline, retry
+from prhub import retry
 from prhub.config import Settings
 from prhub.digest.digest import plan
 from prhub.errors import GitHubUnavailable, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.github.source import GitHubSource
 from prhub.llm.llm import LLM, ContextTooLong
 from prhub.llm.prompt import message_tokens
-from prhub.model import FileChange, PullRequest
-from prhub.weekly.report import WeeklyReport
+from prhub.model import FileChange, PullRequest, WeeklyReport
+from prhub.run.run import Run
 from tests.factories import (
     FIXTURES,
     GITHUB_TOKEN,
@@ -30,6 +30,7 @@ from tests.factories import (
     FakeClock,
     Rating,
     settings,
+    week_of,
 )
 from tests.factories import settings as llm_settings
 from tests.standins import GitHubStandIn, LLMStandIn
@@ -69,7 +70,7 @@ def clients(config: Settings) -> Iterator[tuple[GitHubSource, LLM, retry.StopTok
 def week_31(config: Settings) -> tuple[WeeklyReport, int]:
     """The weekly run of 2026 week 31, and the retries it made."""
     with clients(config) as (source, llm, counter):
-        report = pipeline.weekly(config, year=2026, week=31, source=source, llm=llm)
+        report = week_of(config, year=2026, week=31, source=source, llm=llm)
     return report, counter.retries
 
 
@@ -362,7 +363,7 @@ def test_a_digest_refused_for_context_length_is_replanned_smaller_once(tmp_path:
             output_tokens=1_000,
             store=tmp_path / "store.db",
         )
-        with closing(LLM(config)) as client, pipeline.Run(config, "summarize", llm=client) as run:
+        with closing(LLM(config)) as client, Run(config, "summarize", llm=client) as run:
             digest, cached = run.cached_digest(pr)
             sent = [message_tokens(b["messages"], "o200k_base") for b in small.bodies]
             assert len(plan(pr, config).calls) == 1 and sent[0] > 12_000  # refused

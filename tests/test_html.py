@@ -14,10 +14,9 @@ from urllib.parse import quote
 import pytest
 from markupsafe import escape
 
-from prhub.model import PRDigest
+from prhub.model import BreakingChange, FailedPR, PRDigest, Revert, WeeklyReport
 from prhub.publish import html, render, view
 from prhub.publish.labels import view as labels_view
-from prhub.weekly.report import BreakingChange, FailedPR, Revert, WeeklyReport
 from tests.factories import (
     INJECT,
     INJECTED,

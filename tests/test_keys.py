@@ -6,7 +6,7 @@ from pathlib import Path
 
 from prhub.config import Settings
 from prhub.model import Comment, Review
-from prhub.store.keys import digest_key
+from prhub.run.keys import digest_key
 from tests.factories import change, make_pr
 
 
@@ -48,9 +48,8 @@ def test_a_users_prompt_version_is_a_new_key(tmp_path: Path) -> None:
 def test_a_narrative_key_follows_what_its_digests_say() -> None:
     import json
 
-    from prhub.model import PRDigest
-    from prhub.store.keys import narrative_key
-    from prhub.weekly.report import WeeklyFacts
+    from prhub.model import PRDigest, WeeklyFacts
+    from prhub.run.keys import narrative_key
     from tests.factories import FIXTURES
 
     d = PRDigest.model_validate_json((FIXTURES / "digests" / "101.json").read_text())

@@ -12,9 +12,8 @@ from prhub.errors import ConfigError, LLMRequestError, LLMUnavailable
 from prhub.llm import llm as llm_module
 from prhub.llm.llm import LLM, ContextTooLong
 from prhub.llm.prompt import message_tokens
-from prhub.model import ChunkNotes, DigestContent, Usage
+from prhub.model import ChunkNotes, DigestContent, Usage, WeeklyNarrative
 from prhub.prepare import tokens
-from prhub.weekly.report import WeeklyNarrative
 from tests.factories import (
     MESSAGES,
     OPENAI_KEY,

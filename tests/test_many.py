@@ -20,7 +20,8 @@ import yaml
 from prhub.config import Settings
 from prhub.errors import Interrupted, ReposFailed
 from prhub.github.source import GITHUB_IN_FLIGHT
-from prhub.many import Outcome, exit_code
+from prhub.run.commands import Outcome
+from prhub.run.many import exit_code
 from prhub.store.store import Store
 from tests.factories import GITHUB_TOKEN, ROOT, cli_env, prhub, responder
 from tests.standins import GitHubStandIn, LLMStandIn
@@ -270,17 +271,17 @@ def test_a_dry_run_prints_each_plan_and_writes_nothing(rocket_env, llm, tmp_path
 
 
 def test_an_interruption_says_which_repositories_are_complete(rocket_env, tmp_path, monkeypatch):
-    from prhub import pipeline
+    from prhub.run import week
 
     config(tmp_path, repos("acme/rocket", "acme/copy", "acme/third"))
-    weekly = pipeline.Run.weekly
+    weekly = week.weekly
 
-    def interrupted(self: pipeline.Run, w, **kw):
-        if self.settings.repo == "acme/copy":
+    def interrupted(run, w, **kw):
+        if run.settings.repo == "acme/copy":
             raise Interrupted(signal.SIGINT)
-        return weekly(self, w, **kw)
+        return weekly(run, w, **kw)
 
-    monkeypatch.setattr(pipeline.Run, "weekly", interrupted)
+    monkeypatch.setattr(week, "weekly", interrupted)
     with pytest.raises(Interrupted) as stopped:  # the console script says it, then exits
         prhub(rocket_env, "weekly", "--all", *WEEK_31)
     kept = "1 of 3 repositories complete; 0 new digests and 0 fetched PRs are stored"
@@ -322,7 +323,12 @@ def test_a_malformed_section_stops_the_run_before_anything_is_fetched(rocket_env
     [((0, 0), 0), ((0, 8), 8), ((8, 8, 0), 8), ((12, 0), 12), ((8, 5), 17), ((12, 8, 0), 17)],
 )
 def test_the_exit_code_is_the_failures_when_they_agree(codes, expected):
-    outcomes = [Outcome(Settings(repo=f"o/r{i}"), code) for i, code in enumerate(codes)]
+    def failed(code: int) -> ReposFailed | None:
+        return ReposFailed("failed", code) if code else None
+
+    outcomes = [
+        Outcome(Settings(repo=f"o/r{i}"), error=failed(code)) for i, code in enumerate(codes)
+    ]
     assert exit_code(outcomes) == expected
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from prhub.config import Settings
 from prhub.llm.llm import LLM
-from prhub.model import PRDigest
+from prhub.model import PRDigest, Trend, WeeklyNarrative, WeeklyReport
 from prhub.prepare.tokens import count
 from prhub.weekly import narrate
 from prhub.weekly.narrate import (
@@ -25,7 +25,7 @@ from prhub.weekly.narrate import (
     restates,
     whole_lines,
 )
-from prhub.weekly.report import Trend, WeeklyNarrative, WeeklyReport, figures
+from prhub.weekly.prose import figures
 from tests.factories import LEAD, digest, report, settings
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
@@ -283,7 +283,7 @@ def test_the_summary_loses_only_the_sentences_that_restate_the_figures():
 
 
 def test_a_tie_for_the_most_prs_crowns_no_author():
-    from prhub.weekly.report import AuthorCount
+    from prhub.model import AuthorCount
 
     facts = report().facts
     tie = facts.model_copy(
@@ -393,8 +393,8 @@ def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the
 
 
 def test_a_sentence_that_credits_a_path_to_a_pr_that_did_not_change_it_goes():
+    from prhub.model import KeyPRNote
     from prhub.weekly.narrate import ground_weekly
-    from prhub.weekly.report import KeyPRNote
 
     facts = report().facts  # 6 PRs, #101 and #102 among them
     changed = {101: {"verl/trainer/main_ppo.py"}, 102: {"docs/README.md", "setup.py"}}

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from prhub.errors import OutputError
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import html, output, render
-from prhub.weekly.report import WeeklyReport
 from tests.factories import digest, report, settings
 
 TEXT = "# 周报\n\n第一行\n"

@@ -18,8 +18,8 @@ import pypdf
 import pytest
 
 from prhub.errors import OutputError, PdfUnavailable
+from prhub.model import FailedPR, WeeklyReport
 from prhub.publish import html, output, pdf
-from prhub.weekly.report import FailedPR, WeeklyReport
 from tests.factories import assert_fails, digest, prhub, process_env, report, summarize
 
 try:

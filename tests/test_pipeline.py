@@ -11,17 +11,20 @@ from typing import Any
 
 import pytest
 
-from prhub import pipeline
 from prhub.model import DigestContent
 from prhub.publish import labels, render
+from prhub.run import week
+from prhub.run.run import Run, window
 from tests.factories import (
     FIXTURES,
     GITHUB_TOKEN,
     OPENAI_KEY,
     big_prs,
+    digest_of,
     responder,
     settings,
     unlinked,
+    week_of,
 )
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import prompt_text
@@ -46,19 +49,19 @@ def fixture_pulls(numbers: range) -> list[tuple[dict[str, Any], list[dict[str, A
 
 
 def test_week_31_in_shanghai_holds_exactly_its_prs(github, smart_llm, tmp_path):
-    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31)
+    report = week_of(settings(github, smart_llm, tmp_path), year=2026, week=31)
     assert report.facts.prs == [101, 102, 103, 104, 105, 106]
     assert [d.number for d in report.digests] == report.facts.prs
     assert report.failed == []
 
 
 def test_utc_moves_the_week_boundary(github, smart_llm, tmp_path):
-    report = pipeline.weekly(settings(github, smart_llm, tmp_path, tz="UTC"), year=2026, week=31)
+    report = week_of(settings(github, smart_llm, tmp_path, tz="UTC"), year=2026, week=31)
     assert report.facts.prs == [101, 102, 103, 104, 105, 106, 107]  # 107: Monday 00:30 in Beijing
 
 
 def test_every_figure_matches_an_independent_count(github, smart_llm, tmp_path):
-    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31)
+    report = week_of(settings(github, smart_llm, tmp_path), year=2026, week=31)
     text = render.weekly_markdown(report)
     pulls = fixture_pulls(range(101, 107))
 
@@ -118,7 +121,7 @@ def test_every_figure_matches_an_independent_count(github, smart_llm, tmp_path):
 
 
 def test_citations_outside_the_week_are_removed_and_counted(github, smart_llm, tmp_path):
-    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31)
+    report = week_of(settings(github, smart_llm, tmp_path), year=2026, week=31)
     narrative = report.narrative
     assert narrative is not None
     assert "#999" not in narrative.model_dump_json()
@@ -133,7 +136,7 @@ def test_citations_outside_the_week_are_removed_and_counted(github, smart_llm, t
 
 
 def test_revert_is_found_with_the_reverted_pr(github, smart_llm, tmp_path):
-    report = pipeline.weekly(settings(github, smart_llm, tmp_path, tz="UTC"), year=2026, week=31)
+    report = week_of(settings(github, smart_llm, tmp_path, tz="UTC"), year=2026, week=31)
     [revert] = report.facts.reverts
     assert (revert.number, revert.reverted) == (107, 103)
     merged = {p["number"]: p["merged_at"] for p, _ in fixture_pulls(range(103, 108))}
@@ -148,9 +151,9 @@ def test_revert_is_found_with_the_reverted_pr(github, smart_llm, tmp_path):
 
 def test_rerun_of_an_unchanged_week_makes_no_llm_call(github, smart_llm, tmp_path):
     config = settings(github, smart_llm, tmp_path)
-    first = pipeline.weekly(config, year=2026, week=31)
+    first = week_of(config, year=2026, week=31)
     llm_calls, github_calls = len(smart_llm.bodies), len(github.requests)
-    again = pipeline.weekly(config, year=2026, week=31)
+    again = week_of(config, year=2026, week=31)
     assert len(smart_llm.bodies) == llm_calls
     assert again.narrative == first.narrative
     assert again.meta.dropped_citations == first.meta.dropped_citations
@@ -164,9 +167,9 @@ def test_rerun_of_an_unchanged_week_makes_no_llm_call(github, smart_llm, tmp_pat
 
 
 def test_a_new_model_resummarises(github, smart_llm, tmp_path):
-    pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31, narrate=False)
+    week_of(settings(github, smart_llm, tmp_path), year=2026, week=31, narrate=False)
     calls = len(smart_llm.bodies)
-    pipeline.weekly(
+    week_of(
         settings(github, smart_llm, tmp_path, model="other-model"),
         year=2026,
         week=31,
@@ -176,7 +179,7 @@ def test_a_new_model_resummarises(github, smart_llm, tmp_path):
 
 
 def test_github_requests_per_pr_stay_within_three(github, smart_llm, tmp_path):
-    pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=31, narrate=False)
+    week_of(settings(github, smart_llm, tmp_path), year=2026, week=31, narrate=False)
     paths = [r["path"] for r in github.requests if r["path"] != "/search/issues"]
     per_pr = Counter(p.split("/")[5] for p in paths if "/pulls/" in p)
     assert set(per_pr) == {str(n) for n in range(101, 107)}
@@ -196,7 +199,7 @@ def test_failed_prs_are_listed_and_only_they_are_redone(github, llm, tmp_path):
     flaky.healed = False  # type: ignore[attr-defined]
     llm.responder = flaky
     config = settings(github, llm, tmp_path)
-    report = pipeline.weekly(config, year=2026, week=31)
+    report = week_of(config, year=2026, week=31)
     assert [f.number for f in report.failed] == [103]
     assert report.facts.prs == [101, 102, 103, 104, 105, 106]  # merged that week all the same
     assert [d.number for d in report.digests] == [101, 102, 104, 105, 106]
@@ -205,14 +208,14 @@ def test_failed_prs_are_listed_and_only_they_are_redone(github, llm, tmp_path):
 
     flaky.healed = True  # type: ignore[attr-defined]
     before = len(llm.bodies)
-    again = pipeline.weekly(config, year=2026, week=31, narrate=False)
+    again = week_of(config, year=2026, week=31, narrate=False)
     digest_calls = [b for b in llm.bodies[before:] if "PR #" in prompt_text(b)]
     assert len(digest_calls) == 1 and "PR #103" in prompt_text(digest_calls[0])
     assert again.failed == [] and again.facts.prs == [101, 102, 103, 104, 105, 106]
 
 
 def test_empty_week_gives_a_short_valid_report(github, smart_llm, tmp_path):
-    report = pipeline.weekly(settings(github, smart_llm, tmp_path), year=2026, week=20)
+    report = week_of(settings(github, smart_llm, tmp_path), year=2026, week=20)
     assert report.facts.pr_count == 0 and report.narrative is None
     assert smart_llm.bodies == []
     text = render.weekly_markdown(report)
@@ -238,7 +241,7 @@ def test_tables_stay_well_formed_with_hostile_titles(github, llm, tmp_path):
 
     llm.responder = hostile
     with GitHubStandIn(data, token=GITHUB_TOKEN) as server:
-        report = pipeline.weekly(settings(server, llm, tmp_path), year=2026, week=31)
+        report = week_of(settings(server, llm, tmp_path), year=2026, week=31)
     text = render.weekly_markdown(report)
     assert "<script>" not in text and "<b>" not in text and "<i>" not in text
     table: list[str] = []
@@ -268,10 +271,10 @@ def test_window_rejects_bad_weeks_and_dates(github, smart_llm, tmp_path):
         ({"week": 3, "since": "2026-08-01"}, "either --week"),
     ]:
         with pytest.raises(ConfigError, match=message):
-            pipeline.window(config, now=now, **kwargs)
-    w = pipeline.window(config, now=now)
+            window(config, now=now, **kwargs)
+    w = window(config, now=now)
     assert (w.year, w.week) == (2026, 48) and (w.end - w.start).days == 7
-    w = pipeline.window(config, since="2026-07-27", until="2026-08-02", now=now)
+    w = window(config, since="2026-07-27", until="2026-08-02", now=now)
     assert w.week is None and (w.end - w.start).days == 7
 
 
@@ -283,7 +286,7 @@ def test_digest_content_schema_is_strict_for_openai():
 
 def test_a_repositorys_tag_spellings_fold_everywhere(github, smart_llm, tmp_path):
     config = settings(github, smart_llm, tmp_path, tags={"rollout": "inference", "ci": "infra"})
-    report = pipeline.weekly(config, year=2026, week=31, narrate=False)
+    report = week_of(config, year=2026, week=31, narrate=False)
     assert report.facts.tags["inference"] == 2 and "rollout" not in report.facts.tags
     assert report.facts.tags["infra"] == 1
     assert "inference" in report.digests[0].tags
@@ -294,7 +297,7 @@ def test_the_weekly_report_is_kept_in_the_store(github, smart_llm, tmp_path):
     from prhub.store.store import Store
 
     config = settings(github, smart_llm, tmp_path)
-    report = pipeline.weekly(config, year=2026, week=31)
+    report = week_of(config, year=2026, week=31)
     store = Store(config.store)
     try:
         kept = store.report("acme/rocket", report.facts.start, report.facts.end)
@@ -314,13 +317,13 @@ def test_an_endpoint_refusing_json_schema_costs_one_refusal_a_run_then_none(
 ):
     with LLMStandIn(api_key=OPENAI_KEY, flavour=flavour) as server:
         config = settings(github, server, tmp_path, jobs=4)
-        report = pipeline.weekly(config, year=2026, week=31)
+        report = week_of(config, year=2026, week=31)
         assert not report.failed and report.narrative is not None
         refused = [b for b in server.bodies if b["response_format"]["type"] == "json_schema"]
         assert len(refused) == 1  # the first call; every later one in the learned mode
         # The next run starts in the learned mode: no refusal at all.
         before = len(server.bodies)
-        pipeline.weekly(config.model_copy(update={"refresh": True}), year=2026, week=31)
+        week_of(config.model_copy(update={"refresh": True}), year=2026, week=31)
         again = server.bodies[before:]
         assert again and all(b["response_format"]["type"] == "json_object" for b in again)
         assert ("schema" in again[0]["response_format"]) == (learned == "json_object_schema")
@@ -336,7 +339,7 @@ def test_two_runs_on_one_store_pay_for_each_digest_once(github, tmp_path):
         runs = [
             threading.Thread(
                 target=lambda: reports.append(
-                    pipeline.weekly(config, year=2026, week=31, narrate=False)
+                    week_of(config, year=2026, week=31, narrate=False)
                 )
             )
             for _ in range(2)
@@ -353,10 +356,10 @@ def test_two_runs_on_one_store_pay_for_each_digest_once(github, tmp_path):
 
 def test_a_week_the_store_serves_whole_needs_no_api_key(github, smart_llm, tmp_path):
     config = settings(github, smart_llm, tmp_path)
-    first = pipeline.weekly(config, year=2026, week=31)
+    first = week_of(config, year=2026, week=31)
     calls = len(smart_llm.bodies)
     keyless = config.model_copy(update={"openai_api_key": None})
-    again = pipeline.weekly(keyless, year=2026, week=31)
+    again = week_of(keyless, year=2026, week=31)
     assert again.digests == first.digests and again.narrative == first.narrative
     assert len(smart_llm.bodies) == calls
 
@@ -377,8 +380,8 @@ def reshaped(body: dict[str, Any]) -> str:
 def test_replies_in_real_models_shapes_cost_no_extra_call(github, llm, tmp_path):
     llm.responder = reshaped
     config = settings(github, llm, tmp_path, response_mode="json_object")
-    with pipeline.Run(config, "summarize") as run:
-        made = [run.summarize(n) for n in (101, 102, 103)]
+    with Run(config, "summarize") as run:
+        made = [week.summarize(run, n) for n in (101, 102, 103)]
     assert len(llm.bodies) == 3  # one request a PR: nothing was asked again
     assert all(d.meta.failed_checks == [] and d.meta.usage.calls == 1 for d in made)
     assert all(d.content.verdict in ("精读", "快速浏览", "可跳过") for d in made)
@@ -396,21 +399,21 @@ def test_gitattributes_are_read_once_a_run_and_the_stored_copy_serves_when_githu
 
     with GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN) as github:
         config = settings(github, llm, tmp_path, repo="acme/booster")
-        made = pipeline.summarize_pr(12, config)
+        made = digest_of(12, config)
         contents = [r for r in github.requests if "/contents/" in r["path"]]
         assert len(contents) == 1  # one request a run
         user = llm.bodies[0]["messages"][1]["content"]
         assert "booster/_vendor/tinyjson.py" in user  # named...
         assert '__version__ = "1.0.1"' not in user  # ...its diff not sent
         assert made.meta.coverage.generated == ["booster/_vendor/tinyjson.py"]
-        pipeline.summarize_pr(12, config)  # within a day: the stored copy, no request
+        digest_of(12, config)  # within a day: the stored copy, no request
         assert len([r for r in github.requests if "/contents/" in r["path"]]) == 1
         with closing(Store(config.store)) as store:  # a day later...
             store._db.execute("UPDATE attributes SET fetched_at = '2026-01-01T00:00:00+00:00'")
         # ...GitHub fails for .gitattributes: the stored copy marks the same files, so the
         # digest made from them is reused.
         github.script(r"/contents/", [(503, {}, {"message": "Service Unavailable"})] * 9)
-        again = pipeline.summarize_pr(12, config.model_copy(update={"max_attempts": 1}))
+        again = digest_of(12, config.model_copy(update={"max_attempts": 1}))
         assert len([r for r in github.requests if "/contents/" in r["path"]]) == 2
     assert again.meta.cache_key == made.meta.cache_key and len(llm.bodies) == 1
     assert ".gitattributes of acme/booster not read" in caplog.text
@@ -425,7 +428,7 @@ def test_jobs_bounds_llm_requests_in_flight_across_the_run(tmp_path, jobs):
     with GitHubStandIn(data, token=GITHUB_TOKEN) as github, LLMStandIn(latency=0.15) as slow:
         slow.responder = responder
         config = settings(github, slow, tmp_path, jobs=jobs, input_budget=4000)
-        report = pipeline.weekly(config, year=2026, week=31, narrate=False)
+        report = week_of(config, year=2026, week=31, narrate=False)
         chunked = sum("digest_notes" in d.meta.prompt for d in report.digests)
         assert chunked == 2, "the test must cover map calls"
         assert len(slow.bodies) > 2 * jobs
@@ -441,8 +444,8 @@ def test_gitattributes_github_cannot_give_and_none_stored_fail_loudly(
         config = settings(github, llm, tmp_path, repo="acme/booster", max_attempts=1)
         github.script(r"/contents/", [(503, {}, {"message": "Service Unavailable"})])
         with pytest.raises(GitHubUnavailable):
-            pipeline.summarize_pr(12, config)
+            digest_of(12, config)
         assert llm.bodies == []  # no digest keyed without the repository's marks
         github.script(r"/contents/", [(403, {}, {"message": "Resource not accessible"})])
-        made = pipeline.summarize_pr(12, config)  # a token that may not read contents
+        made = digest_of(12, config)  # a token that may not read contents
     assert made.meta.coverage.generated == []  # read as no .gitattributes, for good

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from prhub import pipeline, retry
+from prhub import retry
 from prhub.config import Settings, load_settings
 from prhub.errors import ConfigError
 from prhub.github import source as source_module
 from prhub.github.ratelimit import Budget, Limited, LimitReached, Validators, budget_for
 from prhub.github.source import GitHubSource
+from prhub.run.run import Run, window
 from prhub.store.store import Store
 from tests.factories import (
     FIXTURES,
@@ -59,7 +60,7 @@ def limited_github(clock: FakeClock, **limits: Any) -> Iterator[GitHubStandIn]:
 
 
 def week_31(config: Settings) -> tuple[datetime, datetime]:
-    w = pipeline.window(config, year=2026, week=31)
+    w = window(config, year=2026, week=31)
     return w.start, w.end
 
 
@@ -352,10 +353,10 @@ def test_a_stored_pr_without_validators_gets_them_on_its_next_fetch(
         closing(GitHubSource(config, stop=retry.StopToken())) as source,
         closing(Store(config.store)) as store,
     ):
-        with pipeline.Run(config, "summarize", source=source, store=store) as run:
+        with Run(config, "summarize", source=source, store=store) as run:
             pr = run.load_pr(101)
         store.save_validators(REPO, 101, "", "")  # as a store from before validators
-        with pipeline.Run(config, "summarize", source=source, store=store) as run:
+        with Run(config, "summarize", source=source, store=store) as run:
             assert run.load_pr(101) == pr
         kept = store.pull(REPO, 101)
         assert kept is not None and kept.etag
@@ -376,9 +377,9 @@ def test_the_plan_is_logged_before_a_week(
     github: GitHubStandIn, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = settings(github, tmp_path)
-    with caplog.at_level(logging.INFO, logger="prhub"), pipeline.Run(config, "dry-run") as run:
-        run.fetch_window(pipeline.window(config, year=2026, week=31))
-        run.fetch_window(pipeline.window(config, year=2026, week=31))
+    with caplog.at_level(logging.INFO, logger="prhub"), Run(config, "dry-run") as run:
+        run.fetch_window(window(config, year=2026, week=31))
+        run.fetch_window(window(config, year=2026, week=31))
     plans = [r.getMessage() for r in caplog.records if "needs about" in r.getMessage()]
     assert plans[0].startswith(
         "GitHub: fetching 6 PRs of acme/rocket needs about 18 core requests; "

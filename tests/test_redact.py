@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from prhub import pipeline
 from prhub.model import Comment, FileChange, PullRequest
 from prhub.prepare import redact
 from prhub.prepare.redact import entropy, is_env_file, looks_random, scrub
@@ -27,6 +26,7 @@ from tests.factories import (
     OPENAI,
     PASSWORD,
     PRIVATE_KEY,
+    digest_of,
     settings,
 )
 from tests.standins import GitHubStandIn, LLMStandIn
@@ -185,7 +185,7 @@ def test_a_token_pasted_in_comments_reaches_neither_the_store_nor_the_model(
         (pulls / name).write_text(json.dumps(items))
     with GitHubStandIn(data, token=GITHUB_TOKEN, page_limit=2) as github:
         config = settings(github, llm, tmp_path, repo="acme/booster")
-        made = pipeline.summarize_pr(12, config)
+        made = digest_of(12, config)
     with closing(Store(config.store)) as store:
         kept = store.pull("acme/booster", 12)
     assert kept is not None

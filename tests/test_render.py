@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from prhub.model import PRDigest
+from prhub.model import AuthorCount, PRDigest
 from prhub.publish import footers, render, view
 from prhub.publish.weekly_view import headline
 from prhub.tags import parse_title, tag_name
-from prhub.weekly.report import AuthorCount
 from tests.factories import (
     HIDDEN,
     INJECT,

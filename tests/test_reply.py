@@ -11,9 +11,7 @@ import pytest
 from prhub import model
 from prhub.errors import LLMInvalidReply
 from prhub.llm.reply import ReplyError, candidates, example, read
-from prhub.model import ChunkNotes, DigestContent
-from prhub.weekly import report
-from prhub.weekly.report import WeeklyNarrative
+from prhub.model import ChunkNotes, DigestContent, WeeklyNarrative
 from tests.factories import MESSAGES, VALID, MakeLLM, Rating
 from tests.standins import LLMStandIn
 
@@ -141,9 +139,9 @@ def test_reply_models_ignore_keys_they_do_not_know() -> None:
     for module, name in [
         (model, "DigestContent"),
         (model, "ChunkNotes"),
-        (report, "WeeklyNarrative"),
-        (report, "Trend"),
-        (report, "KeyPRNote"),
+        (model, "WeeklyNarrative"),
+        (model, "Trend"),
+        (model, "KeyPRNote"),
     ]:
         assert getattr(module, name).model_config["extra"] == "ignore"
 

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from prhub.model import AuthorCount, DryRun, PlannedPR, Revert, WeeklyReport
 from prhub.publish import render
-from prhub.weekly.report import (
-    AuthorCount,
-    DryRun,
-    PlannedPR,
-    Revert,
-    WeeklyReport,
+from prhub.publish.rows import key_rows
+from prhub.weekly.prose import (
     author_highlight,
     author_line,
     fact_headlines,
     fact_risks,
-    key_rows,
     lead,
     risks,
     top_authors,

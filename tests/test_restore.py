@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from prhub.config import Settings
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.prepare.redact import marker
-from prhub.store.restore import import_dir
+from prhub.run.restore import import_dir
 from prhub.store.store import Store, StoredNarrative
-from prhub.weekly.report import WeeklyReport
 from tests.factories import GITHUB, assert_fails, assert_ok, digest, prhub, report
 from tests.standins import LLMStandIn
 

@@ -19,8 +19,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from prhub.model import VERDICTS, PRDigest
-from prhub.weekly.report import WeeklyReport
+from prhub.model import VERDICTS, PRDigest, WeeklyReport
 from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT, assert_fails, assert_ok, cli_env, prhub
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import default_responder, prompt_text

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from prhub import pipeline
 from prhub.errors import (
     ConfigError,
     GitHubAuthError,
@@ -25,7 +24,15 @@ from prhub.errors import (
 from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource
 from prhub.github.source_payload import references
 from prhub.retry import StopToken
-from tests.factories import FIXTURES, GITHUB_TOKEN, REPO, MakeSource, closed_port_url, settings
+from prhub.run.run import Run, window
+from tests.factories import (
+    FIXTURES,
+    GITHUB_TOKEN,
+    REPO,
+    MakeSource,
+    closed_port_url,
+    settings,
+)
 from tests.standins import GitHubStandIn
 
 SHANGHAI = timezone(timedelta(hours=8))
@@ -473,8 +480,8 @@ def test_github_requests_in_flight_stay_within_the_bound_whatever_the_jobs(
     data = big_repo(tmp_path / "data", [start + timedelta(minutes=n) for n in range(24)])
     with GitHubStandIn(data, token=GITHUB_TOKEN, latency=0.02) as github:
         config = settings(github, repo="big/repo", jobs=8, store=tmp_path / "store.db")
-        with pipeline.Run(config, "weekly") as run:
-            fetched, failed = run.fetch_window(pipeline.window(config, year=2026, week=31))
+        with Run(config, "weekly") as run:
+            fetched, failed = run.fetch_window(window(config, year=2026, week=31))
     assert len(fetched) == 24 and not failed
     assert github.per_pr() == {n: 3 for n in range(1, 25)}
     # Requests did overlap, so the bound, not a lack of threads, is what held them.

@@ -18,10 +18,9 @@ from typer.testing import CliRunner
 
 from prhub.cli import app
 from prhub.errors import StoreError
-from prhub.model import PullRequest
+from prhub.model import FailedPR, PullRequest
 from prhub.store import store as store_module
 from prhub.store.store import MIGRATIONS, Store
-from prhub.weekly.report import FailedPR
 from tests.factories import cli_env
 
 
@@ -196,8 +195,7 @@ def test_a_lease_is_held_until_released_or_its_holder_is_gone(tmp_path: Path) ->
 
 
 def test_a_narrative_keeps_what_it_cost_and_when_it_was_first_made(tmp_path: Path) -> None:
-    from prhub.model import Usage
-    from prhub.weekly.report import WeeklyNarrative
+    from prhub.model import Usage, WeeklyNarrative
 
     first = WeeklyNarrative(lead="导语", summary="摘要")
     cost = Usage(calls=2, tokens_in=900, tokens_out=120)

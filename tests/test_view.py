@@ -6,7 +6,7 @@ from prhub.publish import render
 from prhub.publish.labels import view as labels_view
 from prhub.publish.parts import Flag, Items, Line, Link, Para, Refs, Section, Table, Words, links
 from prhub.publish.view import check_marker, digest_view, tags_view, weekly_view
-from prhub.weekly.report import author_line, figures
+from prhub.weekly.prose import author_line, figures
 from tests.factories import (
     digest,
     empty_report,

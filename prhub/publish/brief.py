@@ -8,13 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prhub.config import Settings
-from prhub.options import Format
+from prhub.model import WeeklyReport
+from prhub.publish.formats import Format
 from prhub.publish.output import report_path
 from prhub.publish.parts import CODE_SPAN, Links, links, one_line
 from prhub.publish.render import md
 from prhub.publish.view import period, weekly_title
 from prhub.text import sentences
-from prhub.weekly.report import WeeklyReport, author_highlight, fact_risks, lead
+from prhub.weekly.prose import author_highlight, fact_risks, lead
 
 RISKS = 3  # the top risks a post names
 SHORT = 60  # characters of a risk's short form, as a chat shows it on a phone

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from xml.etree import ElementTree
 
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish.parts import one_line, paragraphs
 from prhub.publish.view import weekly_title
-from prhub.weekly.report import WeeklyReport, lead
+from prhub.weekly.prose import lead
 
 __all__ = ["DIGESTS", "Entry", "atom", "digest_entry", "week_entry"]
 

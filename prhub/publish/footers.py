@@ -9,9 +9,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from prhub.digest.checks import LABELS
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish.parts import Flag, Part, Words
-from prhub.weekly.report import WeeklyReport
 
 # Why grounding dropped something, as the footer says it, in the order it lists them.
 DROP_REASONS = {

@@ -13,13 +13,12 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup, escape
 
-from prhub.model import VERDICTS, PRDigest
+from prhub.model import VERDICTS, PRDigest, WeeklyReport
 from prhub.publish import parts
 from prhub.publish.labels import LabelsView
 from prhub.publish.parts import CODE_SPAN, PR_REF, Links, Text, one_line, visible
 from prhub.publish.render import TEMPLATES, environment
 from prhub.publish.view import DigestLink, digest_view, tags_view, weekly_view
-from prhub.weekly.report import WeeklyReport
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
 

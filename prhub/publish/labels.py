@@ -6,12 +6,11 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish.parts import Links, links
 from prhub.publish.render import markdown
 from prhub.publish.view import KINDS, DigestLink, tags_view, weekly_title
 from prhub.tags import tag_name
-from prhub.weekly.report import WeeklyReport
 
 __all__ = ["LabelsView", "labels_json", "labels_markdown", "view"]
 

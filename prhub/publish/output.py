@@ -13,15 +13,14 @@ from pathlib import Path
 from prhub.config import Settings
 from prhub.defaults import DEFAULTS
 from prhub.errors import OutputError, PartialFailure
-from prhub.model import PRDigest
-from prhub.options import SUFFIX, Format
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import html, labels, pdf, render
+from prhub.publish.formats import SUFFIX, Format
 from prhub.publish.overview import Entry, index_markdown
 from prhub.publish.parts import one_line
 from prhub.publish.view import DigestLink
 from prhub.text import plural
 from prhub.weekly.analyse import Window
-from prhub.weekly.report import WeeklyReport
 
 REPORTS = Path("reports")
 INDEX = REPORTS / "index.md"  # the week of many repositories, beside their folders
@@ -282,12 +281,11 @@ def publish_labels(
         write(labels_file(report, tag, settings.tags, fmt), out)
 
 
-def fail_partly(report: WeeklyReport) -> None:
-    """Raises PartialFailure (exit 12) after a report that lists PRs whose digest failed."""
-    if report.failed:
-        # The report names them for readers; why each failed is said here, for the operator.
-        why = "; ".join(f"#{f.number}: {one_line(f.error)}" for f in report.failed)
-        raise PartialFailure(
-            f"{plural(len(report.failed), 'PR')} failed ({why}); the report lists them, "
-            "rerun to retry only those"
-        )
+def partly(report: WeeklyReport) -> PartialFailure:
+    """The error (exit 12) of a report that lists PRs whose digest failed: the report names
+    them for readers; why each failed is said here, for the operator."""
+    why = "; ".join(f"#{f.number}: {one_line(f.error)}" for f in report.failed)
+    return PartialFailure(
+        f"{plural(len(report.failed), 'PR')} failed ({why}); the report lists them, "
+        "rerun to retry only those"
+    )

@@ -9,10 +9,10 @@ from pathlib import Path
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
+from prhub.model import WeeklyReport
 from prhub.publish.parts import Line, Words
 from prhub.publish.render import markdown
 from prhub.weekly.analyse import Window
-from prhub.weekly.report import WeeklyReport
 
 
 @dataclass(frozen=True)

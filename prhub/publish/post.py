@@ -8,10 +8,10 @@ from github import Github
 
 from prhub.config import Settings
 from prhub.errors import PrhubError
+from prhub.model import WeeklyReport
 from prhub.publish import discuss, notify
 from prhub.publish.brief import brief_of, markdown
 from prhub.store.store import Store
-from prhub.weekly.report import WeeklyReport
 
 
 @dataclass

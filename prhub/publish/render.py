@@ -12,11 +12,10 @@ from urllib.parse import quote
 
 import jinja2
 
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import parts
 from prhub.publish.parts import CODE_SPAN, PR_REF, Links, Text, one_line
 from prhub.publish.view import DigestLink, digest_view, weekly_view
-from prhub.weekly.report import WeeklyReport
 
 __all__ = [
     "code",

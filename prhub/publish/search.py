@@ -8,11 +8,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish.footers import local_time
 from prhub.publish.parts import one_line
 from prhub.publish.view import weekly_title
-from prhub.weekly.report import WeeklyReport
 
 __all__ = ["digest_entry", "index_json", "week_entry"]
 

@@ -14,16 +14,15 @@ from pathlib import Path
 from prhub.config import REPO_SHAPE, Settings
 from prhub.digest.digest import retag
 from prhub.errors import EmptySite, PdfUnavailable
-from prhub.model import PRDigest, Usage
-from prhub.options import Format
+from prhub.model import PRDigest, Usage, WeeklyFacts, WeeklyMeta, WeeklyReport
 from prhub.publish import feed, html, labels, manifest, pdf, render, search
+from prhub.publish.formats import Format
 from prhub.publish.manifest import Record
 from prhub.publish.output import report_path
 from prhub.publish.pages import Pages, digest_page, week_row
 from prhub.publish.parts import links
 from prhub.store.store import Store
 from prhub.text import plural
-from prhub.weekly.report import WeeklyFacts, WeeklyMeta, WeeklyReport
 
 __all__ = ["Repo", "SiteResult", "Week", "build", "gather"]
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from prhub.model import PRDigest
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish.footers import (
     MARKER,
     digest_footer,
@@ -42,7 +42,7 @@ from prhub.publish.parts import (
     refs,
 )
 from prhub.publish.weekly_view import data_sections, narrative_sections, notice
-from prhub.weekly.report import WeeklyReport, figures, lead
+from prhub.weekly.prose import figures, lead
 
 if TYPE_CHECKING:
     from prhub.publish.labels import LabelsView, TaggedPR, TagGroup

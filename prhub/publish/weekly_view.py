@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from prhub.model import Trend, WeeklyReport
 from prhub.publish.footers import flag
 from prhub.publish.parts import (
     CODE_SPAN,
@@ -31,19 +32,10 @@ from prhub.publish.parts import (
     refs,
     titled,
 )
+from prhub.publish.rows import KeyRow, key_rows
 from prhub.tags import tag_name
 from prhub.text import NUMBER
-from prhub.weekly.report import (
-    KeyRow,
-    Trend,
-    WeeklyReport,
-    author_highlight,
-    author_line,
-    fact_headlines,
-    figures,
-    key_rows,
-    risks,
-)
+from prhub.weekly.prose import author_highlight, author_line, fact_headlines, figures, risks
 
 if TYPE_CHECKING:
     from prhub.publish.view import DigestLink

@@ -21,9 +21,8 @@ from pydantic import BaseModel, ValidationError
 
 from prhub.config import default_store
 from prhub.errors import StoreError
-from prhub.model import ChunkNotes, PRDigest, PullRequest, Usage
+from prhub.model import ChunkNotes, PRDigest, PullRequest, Usage, WeeklyNarrative, WeeklyReport
 from prhub.store.migrations import MIGRATIONS
-from prhub.weekly.report import WeeklyNarrative, WeeklyReport
 
 B = TypeVar("B", bound=BaseModel)
 log = logging.getLogger("prhub")

@@ -13,11 +13,19 @@ from zoneinfo import ZoneInfo
 from prhub import paths
 from prhub.config import named_zone
 from prhub.errors import ConfigError
-from prhub.model import FileChange, PRDigest, PullRequest
+from prhub.model import (
+    AuthorCount,
+    BreakingChange,
+    FileChange,
+    HotPath,
+    PRDigest,
+    PullRequest,
+    Revert,
+    WeeklyFacts,
+)
 from prhub.prepare.diff import parse_hunks
 from prhub.prepare.facts import REVERT_COMMIT, revert_target
 from prhub.tags import KIND_TAGS, parse_title, tag_name
-from prhub.weekly.report import AuthorCount, BreakingChange, HotPath, Revert, WeeklyFacts
 
 __all__ = ["last_complete_week", "week_window", "weekly_facts", "window"]
 

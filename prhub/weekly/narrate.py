@@ -12,19 +12,11 @@ from prhub.config import Settings
 from prhub.digest.ground import SPAN, excise, files, names
 from prhub.llm.llm import LLM, schema_text
 from prhub.llm.prompt import MARGIN, task_prompt
-from prhub.model import Drop, PRDigest, Usage
+from prhub.model import Drop, KeyPRNote, PRDigest, Trend, Usage, WeeklyFacts, WeeklyNarrative
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count
 from prhub.text import NUMBER, PR_COUNT, sentences
-from prhub.weekly.report import (
-    KeyPRNote,
-    Trend,
-    WeeklyFacts,
-    WeeklyNarrative,
-    figures,
-    lead,
-    top_authors,
-)
+from prhub.weekly.prose import figures, lead, top_authors
 
 log = logging.getLogger("prhub")
 # A PR's share of the weekly prompt: the budget over the week's PRs, within these bounds. Below

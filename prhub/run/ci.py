@@ -23,10 +23,10 @@ _ARCHIVES = (".whl", ".tar.gz", ".zip")
 
 def example_dir() -> Path:
     """The workflow shipped in the wheel, else the source tree's examples/github-actions/."""
-    packaged = Path(__file__).parent / "examples"
+    packaged = Path(__file__).parents[1] / "examples"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[1] / "examples" / "github-actions"
+    return Path(__file__).resolve().parents[2] / "examples" / "github-actions"
 
 
 def workflow_text(pages: bool = False) -> str:

@@ -1,4 +1,5 @@
-"""Wires the stages together for a run: its lifecycle, one PR, one week; dry runs go to dryrun."""
+"""A run's lifecycle: its clients, settings and figures, the PRs it fetches and the digests it
+makes or finds stored; recorded in the store when it ends."""
 
 from __future__ import annotations
 
@@ -6,16 +7,13 @@ import logging
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack, closing, suppress
-from datetime import datetime
-from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from prhub import batching, dryrun, retry
-from prhub.config import Settings, default_store
+from prhub import retry
+from prhub.config import Settings
 from prhub.digest import digest
 from prhub.errors import (
-    EmptySite,
     GitHubAuthError,
     GitHubUnavailable,
     Interrupted,
@@ -23,35 +21,22 @@ from prhub.errors import (
     PRNotMerged,
     StoreError,
 )
-from prhub.fanout import each, staged
 from prhub.github.ratelimit import Validators
-from prhub.github.source import GITHUB_IN_FLIGHT, GitHubSource, connect, same_time, version
-from prhub.llm.batch import Batched, Waiting
+from prhub.github.source import GitHubSource, same_time, version
+from prhub.llm.batch import Batched
 from prhub.llm.llm import LLM
-from prhub.llm.prompt import task_prompt
-from prhub.model import PRDigest, PullRequest, Usage
+from prhub.model import FailedPR, PRDigest, PullRequest, RunStats, Usage
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
-from prhub.publish.post import Posted, post_week
-from prhub.store.keys import digest_key, narrative_key
+from prhub.run import book
+from prhub.run.fanout import each
+from prhub.run.keys import digest_key
 from prhub.store.modes import explicit_mode
-from prhub.store.store import Store, StoredNarrative, holder_id
+from prhub.store.store import Store, holder_id
 from prhub.text import plural
-from prhub.weekly import analyse, narrate
+from prhub.weekly import analyse
 from prhub.weekly.analyse import Window
-from prhub.weekly.report import (
-    DryRun,
-    FailedPR,
-    PlannedPR,
-    RunStats,
-    WeeklyFacts,
-    WeeklyMeta,
-    WeeklyReport,
-)
-
-if TYPE_CHECKING:
-    from prhub.publish.site import SiteResult
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
 T = TypeVar("T")
@@ -80,6 +65,7 @@ class Run:
         llm: LLM | None = None,
         store: Store | None = None,
         progress: Progress | None = None,
+        stop: retry.StopToken | None = None,
     ) -> None:
         self.settings = settings
         self.command = command
@@ -88,7 +74,8 @@ class Run:
         self._shown = progress is not None
         self._clients = (source, llm, store)
         self._llm_lock = threading.Lock()
-        self._stop = retry.StopToken()
+        # Stops its requests in every thread once it ends for an error; counts its retries.
+        self.stop = stop or retry.StopToken()
         self._owned = ExitStack()
         self._run_id = 0
         # Stored by this run, and digests it found stored: what an interruption reports.
@@ -108,7 +95,7 @@ class Run:
                 store = opening.enter_context(closing(Store(self.settings.store)))
             if source is None:
                 source = opening.enter_context(
-                    closing(GitHubSource(self.settings, stop=self._stop))
+                    closing(GitHubSource(self.settings, stop=self.stop))
                 )
             self._run_id = store.start_run(self.command)
             self._owned = opening.pop_all()
@@ -146,7 +133,7 @@ class Run:
         tb: TracebackType | None,
     ) -> None:
         stats = self.stats
-        stats.retries = self._stop.retries
+        stats.retries = self.stop.retries
         if self.llm is not None:
             # What this run paid for, whether it finished or not, rejected replies included.
             spent = self.llm.spent
@@ -191,49 +178,14 @@ class Run:
             if self.llm is None:
                 mode = self._mode(self.store)
                 made = (
-                    batching.client(self.settings, self.store, self._stop, mode)
+                    book.client(self.settings, self.store, self.stop, mode)
                     if self.settings.batch
-                    else LLM(self.settings, stop=self._stop, mode=mode)
+                    else LLM(self.settings, stop=self.stop, mode=mode)
                 )
                 self.llm = self._owned.enter_context(closing(made))
                 self.llm.answered = lambda calls: self.progress("calls", calls, 0)
                 self._spent, self._started_mode = Usage(), self.llm.mode
             return self.llm
-
-    def summarize(self, number: int) -> PRDigest | Waiting:
-        """One merged PR's digest, reusing one made before from the same inputs; in batch
-        mode, what it waits for until the batch's answer is in."""
-        pr = self.merged_pr(number)
-        self.stats = RunStats(prs=1, failed=1)  # until the digest is made
-        if self.settings.batch:
-            got, waiting = batching.rounds(
-                self, pr.repo, lambda: batching.deferrable(self.cached_digest)(pr)
-            )
-            if got is None or waiting is not None:
-                self.stats = RunStats(prs=1)
-                return waiting or Waiting(0, [])
-            made, hit = got
-        else:
-            made, hit = self.cached_digest(pr)
-        self.stats = RunStats(
-            prs=1,
-            cached=int(hit),
-            usage=Usage() if hit else made.meta.usage,
-            unchecked=int(bool(made.meta.failed_checks)),
-        )
-        return made
-
-    def dry_run_pr(self, number: int) -> DryRun:
-        """What summarizing one PR would send to the model; sends nothing."""
-        return dryrun.pr_plan(self, number)
-
-    def dry_run_week(self, w: Window) -> DryRun:
-        """What a weekly run would send to the model; fetches and prepares, sends nothing."""
-        return dryrun.week_plan(self, w)
-
-    def planned(self, pr: PullRequest) -> PlannedPR:
-        """The calls and prompt tokens digesting `pr` would take; none when it is stored."""
-        return dryrun.planned(self, pr)
 
     def merged_pr(self, number: int) -> PullRequest:
         """The PR, refusing one that is not merged unless --allow-unmerged."""
@@ -306,11 +258,11 @@ class Run:
             self.store.save_digest(made)
             return made
 
-        got, new = self._once(key, lambda: self.store.digest(key), make)
+        got, new = self.once(key, lambda: self.store.digest(key), make)
         self._tally["digested" if new else "reused"] += 1
         return got, not new
 
-    def _once(
+    def once(
         self, key: str, find: Callable[[], T | None], make: Callable[[], T]
     ) -> tuple[T, bool]:
         """What `find` gives, else what `make` makes under the key's lease (and True): while
@@ -318,7 +270,7 @@ class Run:
         waited = False
         while not self.store.lease(key, self._holder):
             waited = True
-            retry.pause(LEASE_POLL, self._stop)
+            retry.pause(LEASE_POLL, self.stop)
             if (found := find()) is not None:
                 return found, False  # made by the other run since this one asked
         try:
@@ -347,185 +299,6 @@ class Run:
             lambda n, hit: self.load_pr(n, hit.get("updated_at")),
             self.settings.jobs,
             lambda done: self.progress("fetch", done, len(hits)),
-            self._stop.stop,
+            self.stop.stop,
         )
 
-    def weekly(self, w: Window, *, narrate_week: bool = True) -> WeeklyReport | Waiting:
-        """Digests every PR merged in the window, computes its facts, writes the narrative; in
-        batch mode, what it waits for until every digest's answers are in."""
-        repo, settings = self.repo(), self.settings
-        hits = self.hits(w)
-        digest_pr = (
-            batching.deferrable(self.cached_digest) if settings.batch else self.cached_digest
-        )
-
-        def digest_all() -> tuple[dict[int, PullRequest], dict[int, Any], list[FailedPR]]:
-            # Each PR digested once fetched, the biggest first among those waiting: the LLM
-            # does not wait for the last fetch, nor a big PR's calls for the small ones.
-            return staged(
-                hits,
-                lambda n, hit: self.load_pr(n, hit.get("updated_at")),
-                lambda n, pr: digest_pr(pr),
-                settings.jobs,
-                self.progress,
-                self._stop.stop,
-                size=lambda pr: pr.additions + pr.deletions,
-                fetch_jobs=min(settings.jobs, GITHUB_IN_FLIGHT),  # more threads would only wait
-            )
-
-        (fetched, made, failed), waiting = (
-            batching.rounds(self, repo, digest_all) if settings.batch else (digest_all(), None)
-        )
-        if waiting is not None:  # no week is published without all its digests
-            cached = sum(got[1] for got in made.values() if got)
-            self.stats = RunStats(prs=len(hits), cached=cached, failed=len(failed))
-            return waiting
-        digests = {n: digest.retag(d, settings) for n, (d, _) in sorted(made.items())}
-        cached = sum(hit for _, hit in made.values())
-        usage = sum((d.meta.usage for d, hit in made.values() if not hit), Usage())
-        facts = self.facts(w, fetched, digests)
-        saved, ordered, key = None, list(digests.values()), ""
-        if narrate_week and digests:
-            key = narrative_key(facts, ordered, settings)
-            saved = None if settings.refresh else self.store.narrative(key)
-            if saved is None:  # under a lease, as digests: two runs at once pay for it once
-                fresh, new = self._once(
-                    key,
-                    lambda: self.store.narrative(key),
-                    lambda: self._narrate(key, facts, ordered, fetched),
-                )
-                usage += fresh.usage if new else Usage()
-                saved = fresh
-        self.stats = RunStats(
-            prs=len(digests) + len(failed),
-            cached=cached,
-            failed=len(failed),
-            usage=usage,
-            errors=failed,
-            unchecked=sum(bool(d.meta.failed_checks) for d in digests.values()),
-        )
-        report = WeeklyReport(
-            facts=facts,
-            narrative=saved.narrative if saved else None,
-            digests=ordered,
-            failed=failed,
-            meta=WeeklyMeta(  # of the content alone: the same content gives the same bytes
-                prompt=task_prompt(settings, "weekly").id,
-                model=settings.model,
-                usage=sum((d.meta.usage for d in ordered), saved.usage if saved else Usage()),
-                dropped_citations=saved.dropped if saved else 0,
-                generated_at=saved.created_at
-                if saved
-                else max((d.meta.created_at for d in ordered), default=None),
-                narrative_key=key if saved else "",
-                # Posted by an earlier run: every report of the week links to it.
-                discussion_url=self.store.discussion_url(repo, facts.start, facts.end),
-            ),
-        )
-        if narrate_week:
-            self.store.save_report(report)
-        return report
-
-    def _narrate(
-        self,
-        key: str,
-        facts: WeeklyFacts,
-        ordered: list[PRDigest],
-        fetched: dict[int, PullRequest],
-    ) -> StoredNarrative:
-        """The week's narrative, written by the model and stored under `key`."""
-        self.progress("narrate", 0, 1)
-        changed = {
-            n: {p for f in pr.files for p in (f.path, f.previous_path) if p}
-            for n, pr in fetched.items()
-        }
-        narrative, call_usage, dropped = narrate.narrate(
-            facts, ordered, self.settings, self.llm_client(), changed
-        )
-        self.progress("narrate", 1, 1)
-        return self.store.save_narrative(key, narrative, dropped, call_usage)
-
-    def facts(
-        self, w: Window, fetched: dict[int, PullRequest], digests: dict[int, PRDigest]
-    ) -> WeeklyFacts:
-        """The window's computed facts: counts, tags, hot files, authors, reverts."""
-        return analyse.weekly_facts(
-            [fetched[n] for n in sorted(fetched)],  # a PR whose digest failed still counts
-            digests,
-            repo=self.settings.require_repo(),
-            tz=self.settings.tz,
-            aliases=self.settings.tags,
-            **w._asdict(),  # start, end, year, week
-        )
-
-
-def report_of(result: WeeklyReport | Waiting) -> WeeklyReport:
-    """The week's report of a run that waits for no batch."""
-    assert isinstance(result, WeeklyReport), result
-    return result
-
-
-def waits(result: object) -> str | None:
-    """What a batch-mode run's result waits for, as its closing line; None for a digest or a
-    report."""
-    return result.line() if isinstance(result, Waiting) else None
-
-
-def summarize_pr(
-    number: int,
-    settings: Settings,
-    *,
-    source: GitHubSource | None = None,
-    llm: LLM | None = None,
-    store: Store | None = None,
-) -> PRDigest | Waiting:
-    """Fetches one PR and returns its digest, reusing one made before from the same inputs
-    (in batch mode, what it waits for until its answers are in)."""
-    settings.require_repo()
-    with Run(settings, "summarize", source=source, llm=llm, store=store) as run:
-        return run.summarize(number)
-
-
-def weekly(
-    settings: Settings,
-    *,
-    year: int | None = None,
-    week: int | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    now: datetime | None = None,
-    source: GitHubSource | None = None,
-    llm: LLM | None = None,
-    store: Store | None = None,
-    narrate: bool = True,
-    progress: Progress | None = None,
-) -> WeeklyReport | Waiting:
-    """Digests every PR merged in the window, computes the week's facts, writes the narrative
-    (in batch mode, what it waits for until every digest's answers are in)."""
-    settings.require_repo()
-    w = window(settings, year=year, week=week, since=since, until=until, now=now)
-    command = "weekly" if narrate else "labels"
-    with Run(settings, command, source=source, llm=llm, store=store, progress=progress) as run:
-        return run.weekly(w, narrate_week=narrate)
-
-
-def build_site(
-    settings: Settings, out: Path, repos: list[str] | None = None, *, pdf: bool | None = None
-) -> SiteResult:
-    """Builds the static site of the store's repositories (or of `repos`) into `out`; PDFs
-    when `pdf` (None: when Chromium is there). The store is only read."""
-    from prhub.publish import site
-
-    path = settings.store or default_store()
-    if not path.exists():  # no store is made only to find it empty
-        raise EmptySite(f"there is no store at {path}: run prhub weekly first, or pass --store")
-    with closing(Store(path)) as store:
-        return site.build(settings, store, out, repos, pdf)
-
-
-def post(settings: Settings, report: WeeklyReport) -> Posted:
-    """Posts the week as the settings ask, as a discussion and to a chat webhook, once each."""
-    with ExitStack() as opened:
-        store = opened.enter_context(closing(Store(settings.store)))
-        client = opened.enter_context(closing(connect(settings))) if settings.discuss else None
-        return post_week(report, settings, store, client)

@@ -20,12 +20,11 @@ from pydantic import ValidationError
 
 from prhub.config import Settings
 from prhub.errors import ConfigError
-from prhub.model import PRDigest, Usage
+from prhub.model import PRDigest, Usage, WeeklyReport
 from prhub.prepare.redact import scrub_reply
-from prhub.store.keys import narrative_key
+from prhub.run.keys import narrative_key
 from prhub.store.store import Store, StoredNarrative, made_at
 from prhub.text import plural
-from prhub.weekly.report import WeeklyReport
 
 log = logging.getLogger("prhub")
 

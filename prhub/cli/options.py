@@ -7,7 +7,6 @@ import difflib
 import inspect
 from collections.abc import Callable, Sequence
 from datetime import date
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -16,6 +15,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from prhub.defaults import DEFAULTS, ENV, BatchCorrections, NotifyFormat, ResponseMode
 from prhub.names import pr_ref, repo_name
+from prhub.run import SUFFIXES, Format
 
 
 class _Help:
@@ -69,17 +69,6 @@ class Command(_Help, TyperCommand):
 
 class Group(_Help, TyperGroup):
     pass
-
-
-class Format(StrEnum):
-    markdown = "markdown"
-    json = "json"
-    html = "html"
-    pdf = "pdf"
-
-
-# Of each format's files.
-SUFFIX = {Format.markdown: "md", Format.json: "json", Format.html: "html", Format.pdf: "pdf"}
 
 
 Fmt = Annotated[
@@ -189,7 +178,6 @@ WEEK["year"] = (
     ],
     None,
 )
-SUFFIXES = {f".{suffix}": fmt for fmt, suffix in SUFFIX.items()} | {".markdown": Format.markdown}
 
 
 def out_format(fmt: Format | None, out: str | Path | None) -> Format:

@@ -6,8 +6,19 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from prhub import retry
+from prhub.config import Settings
+from prhub.llm.batch import Batched
 from prhub.llm.batch_api import Answer
 from prhub.store.store import Store
+
+
+def client(settings: Settings, store: Store, stop: retry.StopToken, mode: str | None) -> Batched:
+    """The run's LLM client in batch mode, its batches kept in `store`; with --refresh, no
+    answer collected before this run is reused."""
+    since = datetime.now(UTC) if settings.refresh else None
+    book = BatchBook(store, settings.endpoint, settings.model, since)
+    return Batched(settings, book, stop=stop, mode=mode)
 
 
 class BatchBook:

@@ -1,4 +1,5 @@
-"""Typer commands: parse, call one pipeline function, print, map errors to exit codes."""
+"""Typer commands: parse, build the settings, call one `run.commands` function, print its
+outcome, exit with its code."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import io
 import os
 import signal
 import sys
-import time
-from collections.abc import Callable
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -16,8 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from prhub import __version__
-from prhub.errors import Interrupted, OutputError, PrhubError
-from prhub.options import (
+from prhub.cli.options import (
     BATCH,
     MAX_PR,
     POST,
@@ -34,9 +32,11 @@ from prhub.options import (
     pr_option,
     with_options,
 )
+from prhub.errors import Interrupted, OutputError, PrhubError
 
 if TYPE_CHECKING:
     from prhub.config import Settings
+    from prhub.run.commands import Outcome
 
 # Modules beyond typer, prhub's options and errors are imported in the functions that need them:
 # `prhub --help` and `--version` then start without loading pydantic, rich or the SDKs.
@@ -106,9 +106,9 @@ def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
         where = settings.sources.get("prompt_dir", "")
         raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")
     if runs:
-        from prhub import progress
+        from prhub.cli.texts import notices
 
-        for line in progress.notices(settings):
+        for line in notices(settings):
             typer.echo(f"prhub: {line}", err=True)
     return settings
 
@@ -141,34 +141,16 @@ def summarize(
     **options: Any,
 ) -> None:
     """Digest one merged PR in Chinese: title, reading verdict, advice, risks."""
-    started = time.monotonic()
     options["repo"], pr = pr_option(prs, options["repo"])  # a PR's URL names its repository
     chosen = out_format(fmt, out)
     try:
         settings = _settings({**options, "allow_unmerged": allow_unmerged})
-        from prhub import pipeline, progress
-        from prhub.publish import output
+        from prhub.run import commands
 
         if dry_run:
-            with pipeline.Run(settings, "dry-run") as run:
-                plan = run.dry_run_pr(pr)
-            output.write(progress.dry_run_text(plan, settings), out)
+            _ended(commands.dry_run(settings, number=pr, out=out), quiet=True)
             return
-        run, done = pipeline.Run(settings, "summarize"), False
-        try:
-            with run:
-                digest = run.summarize(pr)
-            waits = pipeline.waits(digest)
-            if waits is None:
-                output.publish_digest(digest, settings, chosen, out)  # type: ignore[arg-type]
-            done = True
-        finally:
-            # A failed run still says what it paid for.
-            if not options["quiet"] and (done or run.stats.usage.calls):
-                line = progress.run_summary(run.stats, time.monotonic() - started, settings)
-                typer.echo(f"prhub: {line}", err=True)
-        if waits is not None:
-            _waiting(waits, settings)
+        _ended(commands.summarize(settings, pr, chosen, out), options["quiet"])
     except PrhubError as exc:
         _fail(exc)
 
@@ -198,20 +180,16 @@ def weekly(
             _all_repos(options, chosen, out, dry_run)
             return
         settings = _settings(options)
-        from prhub import pipeline, progress
-        from prhub.publish import output
+        from prhub.cli.display import Display
+        from prhub.run import commands
 
-        if dry_run:
-            w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
-            with (
-                progress.Display(options["quiet"]) as display,
-                pipeline.Run(settings, "dry-run", progress=display) as run,
-            ):
-                plan = run.dry_run_week(w)
-            text = progress.dry_run_text(plan, settings)
-            output.write(text, None if out in (None, "-") else Path(out))
-            return
-        _week("weekly", settings, options, lambda r: output.publish_weekly(r, chosen, out))
+        when = {n: options[n] for n in WINDOW_FLAGS}
+        with Display(options["quiet"]) as display:
+            if dry_run:
+                done = commands.dry_run(settings, when=when, out=out, progress=display)
+            else:
+                done = commands.weekly(settings, when, chosen, out, progress=display)
+        _ended(done, options["quiet"])
     except PrhubError as exc:
         _fail(exc)
 
@@ -224,19 +202,31 @@ def _all_repos(options: dict[str, Any], chosen: Any, out: str | None, dry_run: b
                 f"--all writes each configured repository's report to its own path: drop {flag}",
                 param_hint="'--all'",
             )
-    from prhub import many, progress
+    from prhub.cli.display import Repos
+    from prhub.cli.texts import notices
+    from prhub.run import many
 
+    quiet = options["quiet"]
     settings = _settings(options, runs=False)
-    for line in progress.notices(settings):
+    for line in notices(settings):
         typer.echo(f"prhub: {line}", err=True)
-    many.weekly_all(
+    done = many.weekly_all(
         settings,
         lambda name: _settings({**options, "repo": name}, runs=False),
         {n: options[n] for n in WINDOW_FLAGS},
         chosen,
-        quiet=options["quiet"],
+        Repos(quiet, _said),
         dry_run=dry_run,
     )
+    if done.index is not None:
+        if quiet:
+            typer.echo(done.index)
+        else:
+            typer.echo(f"prhub: {'wrote' if done.changed else 'unchanged'} {done.index}", err=True)
+    if not quiet:
+        typer.echo(f"prhub: {many.summary_line(done)}", err=True)
+    if done.error is not None:
+        _fail(done.error)
 
 
 @app.command(cls=Command)
@@ -253,71 +243,47 @@ def labels(
     chosen = out_format(fmt, out)
     try:
         settings = _settings(options)
-        from prhub.publish import output
+        from prhub.cli.display import Display
+        from prhub.run import commands
 
-        _week(
-            "labels",
-            settings,
-            options,
-            lambda r: output.publish_labels(r, tag, settings, out, chosen),
-        )
+        when = {n: options[n] for n in WINDOW_FLAGS}
+        with Display(options["quiet"]) as display:
+            done = commands.labels(settings, when, tag, chosen, out, progress=display)
+        _ended(done, options["quiet"])
     except PrhubError as exc:
         _fail(exc)
 
 
-def _week(
-    command: str, settings: Settings, options: dict[str, Any], publish: Callable[[Any], Any]
-) -> None:
-    """Runs a week's command, publishes its report, says where and what it cost."""
-    from prhub import pipeline, progress
-    from prhub.publish import output
+def _said(outcome: Outcome, quiet: bool, prefix: str = "") -> None:
+    """Prints what a run did, in order: where its result went, what posting did, its closing
+    line, what it waits for, then each problem and its error (these quiet or not)."""
 
-    started = time.monotonic()
-    w = pipeline.window(settings, **{n: options[n] for n in WINDOW_FLAGS})
-    display = progress.Display(options["quiet"])
-    run, done, waits = pipeline.Run(settings, command, progress=display), False, None
-    written = None
-    try:
-        with display, run:
-            report = run.weekly(w, narrate_week=command == "weekly")
-        waits = pipeline.waits(report)
-        if waits is None:
-            written, changed = publish(report) or (None, False)
-            if written is not None and options["quiet"]:
-                typer.echo(written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
-            elif written is not None:
-                display.line(f"{'wrote' if changed else 'unchanged'} {written}")
-        done = True
-    finally:
-        if done or run.stats.usage.calls:  # a failed run still says what it paid for
-            display.line(progress.run_summary(run.stats, time.monotonic() - started, settings))
-    if waits is not None:
-        _waiting(waits, settings)
-        return
-    report = pipeline.report_of(report)
-    failed: list[PrhubError] = []
-    if command == "weekly" and (settings.discuss or settings.notify):
-        posted = pipeline.post(settings, report)  # after the report is written: it is never lost
-        if written is not None and posted.report is not report:
-            publish(posted.report)  # with the link to its new discussion
-        for line in posted.done:
-            display.line(line)
-        failed = posted.failed
-    for exc in failed:
-        typer.echo(f"prhub: error: {exc}", err=True)
-    output.fail_partly(report)
-    if failed:
-        raise typer.Exit(failed[-1].exit_code)
+    def say(text: str, always: bool = False) -> None:
+        if always or not quiet:
+            typer.echo(f"prhub: {text}", err=True)
+
+    if outcome.written is not None and quiet:
+        typer.echo(outcome.written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
+    elif outcome.written is not None:
+        say(f"{'wrote' if outcome.changed else 'unchanged'} {outcome.written}")
+    for line in outcome.posted:
+        say(line)
+    if outcome.summary:  # a failed run still says what it paid for
+        say(prefix + outcome.summary)
+    if outcome.waiting:  # said, quiet or not: the report is not written yet
+        say(prefix + outcome.waiting, always=True)
+    for exc in [*outcome.problems, outcome.error]:
+        if isinstance(exc, PrhubError):
+            say(f"error: {prefix}{exc}", always=True)
 
 
-def _waiting(line: str, settings: Settings) -> None:
-    """Says what a batch run waits for, quiet or not: the report is not written yet. Exit 0
-    (the normal course of batch mode), unless --wait waited as long as it may."""
-    if settings.wait:
-        from prhub.errors import BatchPending
-
-        raise BatchPending(f"waited {settings.batch_wait:g} s (PRHUB_BATCH_WAIT) and {line}")
-    typer.echo(f"prhub: {line}", err=True)
+def _ended(outcome: Outcome, quiet: bool) -> None:
+    """Prints a command's outcome and exits with its code; an interruption goes on to `main`."""
+    _said(outcome, quiet)
+    if isinstance(outcome.error, Interrupted):
+        raise outcome.error
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
 
 
 class ConfigFormat(StrEnum):
@@ -340,26 +306,26 @@ def show_config(
     **options: Any,
 ) -> None:
     """Print every effective setting and where it came from; secrets are masked."""
-    from prhub import progress
-    from prhub.store import modes
+    from prhub.cli import texts
+    from prhub.run import commands
 
     try:
         settings = _settings(options, runs=False)
         if forget_mode:
-            done = modes.forget_mode(settings)
+            done = commands.forget_mode(settings)
             what = "forgot the" if done else "no"
             typer.echo(
                 f"prhub: {what} response mode learned for {settings.model} at {settings.endpoint}",
                 err=True,
             )
             return
-        learned = None if modes.explicit_mode(settings) else modes.learned_mode(settings)
+        learned = commands.learned_mode(settings)
     except PrhubError as exc:
         _fail(exc)
     if fmt is ConfigFormat.json:
-        typer.echo(progress.describe_json(settings, learned))
+        typer.echo(texts.describe_json(settings, learned))
         return
-    for row in progress.describe(settings, learned):
+    for row in texts.describe(settings, learned):
         typer.echo(row.text())
 
 
@@ -370,12 +336,12 @@ def runs(
     **options: Any,
 ) -> None:
     """List past runs from the store: command, PRs, LLM calls, tokens and estimated cost."""
-    from prhub import progress
-    from prhub.store import modes
+    from prhub.cli.texts import runs_text
+    from prhub.run import commands
 
     try:
         settings = _settings(options, runs=False)
-        for line in progress.runs_text(modes.runs(settings, limit), settings):
+        for line in runs_text(commands.runs(settings, limit), settings):
             typer.echo(line)
     except PrhubError as exc:
         _fail(exc)
@@ -394,10 +360,10 @@ def import_(
     **options: Any,
 ) -> None:
     """Restore digests and weekly reports from prhub's JSON into the store: a rerun is free."""
-    from prhub.store import restore
+    from prhub.run import commands
 
     try:
-        done = restore.import_dir(folder, _settings(options, runs=False))
+        done = commands.import_(_settings(options, runs=False), folder)
     except PrhubError as exc:
         _fail(exc)
     for line in done.problems:
@@ -427,13 +393,13 @@ def site(
     **options: Any,
 ) -> None:
     """Build a static site from the store: repositories, weeks, digests, tags, feed, search."""
-    from prhub import pipeline
     from prhub.names import repo_name
+    from prhub.run import commands
 
     try:
         settings = _settings(options, runs=False)
         names = [repo_name(r) for r in repos] if repos else None
-        done = pipeline.build_site(settings, out, names, pdf=pdf)
+        done = commands.site(settings, out, names, pdf=pdf)
     except PrhubError as exc:
         _fail(exc)
     if done.no_pdf:  # a warning, also with --quiet: the site lacks what it usually has
@@ -446,7 +412,7 @@ def site(
 @with_options({"prompt_dir": SHARED["prompt_dir"]})
 def prompts(**options: Any) -> None:
     """List the prompt templates and their versions; the latest is used."""
-    from prhub.llm import prompt
+    from prhub.run import commands
 
     try:
         folder = options["prompt_dir"]
@@ -454,7 +420,7 @@ def prompts(**options: Any) -> None:
             from prhub.errors import ConfigError
 
             raise ConfigError(f"prompt directory {folder} (flag --prompt-dir) is no directory")
-        for line in prompt.listing(folder):
+        for line in commands.prompts(folder):
             typer.echo(line)
     except PrhubError as exc:
         _fail(exc)
@@ -484,13 +450,13 @@ def init_ci(
     ] = False,
 ) -> None:
     """Write the weekly GitHub Actions workflow into a repository (--pages: the site on Pages)."""
-    from prhub import ci
+    from prhub.run import commands
 
     try:
-        written = ci.init_ci(path, install=install, force=force, pages=pages)
+        _, steps = commands.init_ci(path, install=install, force=force, pages=pages)
     except PrhubError as exc:
         _fail(exc)
-    typer.echo(ci.next_steps(written, install, pages=pages), nl=False)
+    typer.echo(steps, nl=False)
 
 
 @app.command("help", cls=Command)

@@ -10,9 +10,16 @@ from pydantic import BaseModel
 
 from prhub.config import Settings
 from prhub.llm.prompt import load_prompt
-from prhub.model import ChineseTitle, ChunkNotes, DigestContent, PRDigest, PullRequest
+from prhub.model import (
+    ChineseTitle,
+    ChunkNotes,
+    DigestContent,
+    PRDigest,
+    PullRequest,
+    WeeklyFacts,
+    WeeklyNarrative,
+)
 from prhub.prepare import input_key
-from prhub.weekly.report import WeeklyFacts, WeeklyNarrative
 
 
 def digest_key(pr: PullRequest, settings: Settings) -> str:

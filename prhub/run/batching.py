@@ -5,28 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
-from prhub import retry
-from prhub.config import Settings
 from prhub.llm.batch import Batched, Deferred, Waiting
-from prhub.store.batches import BatchBook
-from prhub.store.store import Store
-
-if TYPE_CHECKING:
-    from prhub.pipeline import Run
+from prhub.run.book import BatchBook
+from prhub.run.run import Run
 
 T = TypeVar("T")
 P = ParamSpec("P")
-
-
-def client(settings: Settings, store: Store, stop: retry.StopToken, mode: str | None) -> Batched:
-    """The run's LLM client in batch mode, its batches kept in `store`; with --refresh, no
-    answer collected before this run is reused."""
-    since = datetime.now(UTC) if settings.refresh else None
-    book = BatchBook(store, settings.endpoint, settings.model, since)
-    return Batched(settings, book, stop=stop, mode=mode)
 
 
 def deferrable(work: Callable[P, T]) -> Callable[P, T | None]:

@@ -19,7 +19,7 @@ from prhub.errors import (
 )
 from prhub.github.ratelimit import LimitReached
 from prhub.llm.llm import ContextTooLong
-from prhub.weekly.report import FailedPR
+from prhub.model import FailedPR
 
 V = TypeVar("V")
 P = TypeVar("P")

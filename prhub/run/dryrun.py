@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from prhub.digest import digest
-from prhub.model import PullRequest
-from prhub.store.keys import digest_key, narrative_key
+from prhub.model import DryRun, PlannedPR, PullRequest
+from prhub.run.keys import digest_key, narrative_key
+from prhub.run.run import Run
+from prhub.run.week import week_facts
 from prhub.weekly import narrate
 from prhub.weekly.analyse import Window
-from prhub.weekly.report import DryRun, PlannedPR
-
-if TYPE_CHECKING:
-    from prhub.pipeline import Run
 
 
 def planned(run: Run, pr: PullRequest) -> PlannedPR:
@@ -38,7 +34,8 @@ def week_plan(run: Run, w: Window) -> DryRun:
     """What a weekly run would send to the model; fetches and prepares."""
     fetched, _ = run.fetch_window(w)
     plans = [planned(run, fetched[n]) for n in sorted(fetched)]
-    calls, tokens = narrate.planned_tokens(run.facts(w, fetched, {}), len(plans), run.settings)
+    facts = week_facts(run, w, fetched, {})
+    calls, tokens = narrate.planned_tokens(facts, len(plans), run.settings)
     if _narrative_stored(run, w, fetched):
         calls, tokens = 0, 0  # a run would take it from the store
     return DryRun(
@@ -59,5 +56,5 @@ def _narrative_stored(run: Run, w: Window, fetched: dict[int, PullRequest]) -> b
         if found is None:
             return False
         digests[n] = digest.retag(found, run.settings)
-    key = narrative_key(run.facts(w, fetched, digests), list(digests.values()), run.settings)
+    key = narrative_key(week_facts(run, w, fetched, digests), list(digests.values()), run.settings)
     return bool(digests) and run.store.narrative(key) is not None

@@ -1,0 +1,6 @@
+"""Floor cli: the Typer app, its options and the display. It parses, builds the settings once,
+calls one `run.commands` function, prints its outcome and exits with its code."""
+
+from prhub.cli.commands import app, main
+
+__all__ = ["app", "main"]
