@@ -32,14 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import KEY, TOKEN, standin  # noqa: E402
-from prhub.run import week as run_week  # noqa: E402
-from prhub.run.run import Run, window  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.defaults import ENV  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.github.source import GitHubSource  # noqa: E402
 from prhub.llm.llm import LLM  # noqa: E402
 from prhub.retry import StopToken  # noqa: E402
+from prhub.run import week as run_week  # noqa: E402
+from prhub.run.run import Run, window  # noqa: E402
 from tests.standins import GitHubStandIn, LLMStandIn  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "github"

@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo
 
 from prhub.config import Settings
 from prhub.digest import digest
-from prhub.digest.digest import budgets, plan
+from prhub.digest.budgets import budgets
+from prhub.digest.digest import plan
 from prhub.github.source_payload import pull_request_from_payload
 from prhub.llm.prompt import message_tokens
 from prhub.model import PreparedPR, PullRequest

@@ -41,9 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import TOKEN, standin  # noqa: E402
-from prhub.run import dryrun, week  # noqa: E402
-from prhub.run.run import Run  # noqa: E402
-from prhub.config import Settings, load_settings  # noqa: E402
+from prhub.config import Settings  # noqa: E402
+from prhub.configfile import load_settings  # noqa: E402
 from prhub.digest import checks  # noqa: E402
 from prhub.digest.ground import PATH, SPAN, pr_source  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
@@ -52,6 +51,8 @@ from prhub.llm.llm import LLM  # noqa: E402
 from prhub.llm.reply import example, strings  # noqa: E402
 from prhub.logmask import shown_url  # noqa: E402
 from prhub.model import DigestContent, PRDigest, PullRequest, Usage  # noqa: E402
+from prhub.run import dryrun, week  # noqa: E402
+from prhub.run.run import Run  # noqa: E402
 
 # An angle-bracketed note in Chinese, as the prompt's example reply writes its placeholders.
 _NOTE = re.compile(r"<[^<>\n]*[\u3400-\u9fff][^<>\n]*>")

@@ -47,14 +47,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import KEY, TOKEN  # noqa: E402
-from prhub.run import figures as run_figures  # noqa: E402
-from prhub.run import many  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.github import source as source_module  # noqa: E402
 from prhub.github.ratelimit import Budget  # noqa: E402
 from prhub.model import Usage  # noqa: E402
 from prhub.publish.formats import Format  # noqa: E402
+from prhub.run import figures as run_figures  # noqa: E402
+from prhub.run import many  # noqa: E402
 from tests.standins import GitHubStandIn  # noqa: E402
 from tests.standins.batch import BatchStandIn  # noqa: E402
 

@@ -34,11 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.standins import KEY, TOKEN, standin  # noqa: E402
-from prhub.run import week as run_week  # noqa: E402
-from prhub.run.run import Run, window  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.model import Usage  # noqa: E402
+from prhub.run import week as run_week  # noqa: E402
+from prhub.run.run import Run, window  # noqa: E402
 from prhub.store.store import Store  # noqa: E402
 from tests.standins.github import pr_of  # noqa: E402
 

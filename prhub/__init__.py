@@ -4,7 +4,8 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from prhub.config import Settings, load_settings
+    from prhub.config import Settings
+    from prhub.configfile import load_settings
     from prhub.errors import PrhubError
     from prhub.model import PRDigest, PullRequest, WeeklyReport
 
@@ -19,7 +20,7 @@ _HOMES = {
     "PullRequest": "prhub.model",
     "Settings": "prhub.config",
     "WeeklyReport": "prhub.model",
-    "load_settings": "prhub.config",
+    "load_settings": "prhub.configfile",
 }
 
 

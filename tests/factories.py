@@ -27,7 +27,7 @@ from typer.testing import CliRunner, Result
 
 from prhub.config import Settings
 from prhub.defaults import ENV
-from prhub.digest.digest import NONE
+from prhub.digest.budgets import NONE
 from prhub.github.ratelimit import Budget
 from prhub.github.source import GitHubSource
 from prhub.llm.llm import LLM

@@ -401,4 +401,5 @@ def test_the_written_install_line_installs_this_prhub_in_a_fresh_venv(tmp_path: 
     shown = subprocess.run([fresh / "bin" / "prhub", "--version"], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == f"prhub {__version__}\n"
-    assert Path(site, "prhub", "cli", "commands.py").is_file()  # installed there, not found elsewhere
+    # Installed there, not found elsewhere.
+    assert Path(site, "prhub", "cli", "commands.py").is_file()

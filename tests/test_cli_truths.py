@@ -95,9 +95,7 @@ def test_two_runs_at_once_pay_for_the_narrative_once(github, tmp_path):
         digests = len(server.bodies)
         reports = []
         runs = [
-            threading.Thread(
-                target=lambda: reports.append(week_of(config, year=2026, week=31))
-            )
+            threading.Thread(target=lambda: reports.append(week_of(config, year=2026, week=31)))
             for _ in range(2)
         ]
         for run in runs:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from prhub.config import Settings, load_settings, price
+from prhub.config import Settings, price
+from prhub.configfile import load_settings
 from prhub.errors import ConfigError
 from prhub.logmask import shown_url
 

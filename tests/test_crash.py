@@ -183,9 +183,9 @@ def test_a_signal_starts_no_new_request_and_keeps_what_finished(
 PAUSING = """
 import os, signal, sys
 from prhub import retry
-from prhub.cli import commands as cli_commands
+from prhub.cli import process
 from prhub.errors import Interrupted
-signal.signal(signal.SIGTERM, cli_commands._interrupt)
+signal.signal(signal.SIGTERM, process._interrupt)
 at, lines = int(sys.argv[1]), 0
 def trace(frame, event, arg):
     global lines

@@ -17,7 +17,7 @@ from prhub.errors import (
     PRNotFound,
     StoreError,
 )
-from prhub.llm.llm import ContextTooLong
+from prhub.llm.limits import ContextTooLong
 from prhub.model import FailedPR
 from prhub.run.fanout import each, staged, stops_run
 

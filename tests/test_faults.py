@@ -17,7 +17,8 @@ from prhub.config import Settings
 from prhub.digest.digest import plan
 from prhub.errors import GitHubUnavailable, LLMInvalidReply, LLMRequestError, LLMUnavailable
 from prhub.github.source import GitHubSource
-from prhub.llm.llm import LLM, ContextTooLong
+from prhub.llm.limits import ContextTooLong
+from prhub.llm.llm import LLM
 from prhub.llm.prompt import message_tokens
 from prhub.model import FileChange, PullRequest, WeeklyReport
 from prhub.run.run import Run

@@ -10,7 +10,8 @@ import pytest
 from prhub import retry
 from prhub.errors import ConfigError, LLMRequestError, LLMUnavailable
 from prhub.llm import llm as llm_module
-from prhub.llm.llm import LLM, ContextTooLong
+from prhub.llm.limits import ContextTooLong
+from prhub.llm.llm import LLM
 from prhub.llm.prompt import message_tokens
 from prhub.model import ChunkNotes, DigestContent, Usage, WeeklyNarrative
 from prhub.prepare import tokens

@@ -338,9 +338,7 @@ def test_two_runs_on_one_store_pay_for_each_digest_once(github, tmp_path):
         reports = []
         runs = [
             threading.Thread(
-                target=lambda: reports.append(
-                    week_of(config, year=2026, week=31, narrate=False)
-                )
+                target=lambda: reports.append(week_of(config, year=2026, week=31, narrate=False))
             )
             for _ in range(2)
         ]

@@ -10,9 +10,10 @@ import pytest
 
 from prhub.cli.display import Display
 from prhub.cli.texts import describe, describe_json, notices
-from prhub.run.figures import cost, dry_run_text, run_summary, summary
-from prhub.config import PRICES, Settings, load_settings, toml_key
+from prhub.config import PRICES, Settings
+from prhub.configfile import load_settings, toml_key
 from prhub.model import DryRun, PlannedPR, RunStats, Usage
+from prhub.run.figures import cost, dry_run_text, run_summary, summary
 
 KNOWN = Settings(model="gpt-4o-mini")  # $0.15 in, $0.60 out per million tokens
 UNKNOWN = Settings(model="local-llama")

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from prhub import retry
-from prhub.config import Settings, load_settings
+from prhub.config import Settings
+from prhub.configfile import load_settings
 from prhub.errors import ConfigError
 from prhub.github import source as source_module
 from prhub.github.ratelimit import Budget, Limited, LimitReached, Validators, budget_for

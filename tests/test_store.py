@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 from prhub.cli import app
 from prhub.errors import StoreError
 from prhub.model import FailedPR, PullRequest
-from prhub.store import store as store_module
-from prhub.store.store import MIGRATIONS, Store
+from prhub.store import db as store_module
+from prhub.store.migrations import MIGRATIONS
+from prhub.store.store import Store
 from tests.factories import cli_env
 
 
@@ -176,7 +177,7 @@ def test_a_stored_row_that_no_longer_validates_is_a_miss_and_says_so(
 def test_a_lease_is_held_until_released_or_its_holder_is_gone(tmp_path: Path) -> None:
     import socket
 
-    from prhub.store.store import holder_id
+    from prhub.store.db import holder_id
 
     with closing(Store(tmp_path / "prhub.db")) as store:
         me, other = holder_id(), holder_id()
@@ -308,7 +309,7 @@ def test_a_site_reads_repositories_their_reports_newest_first_and_each_prs_lates
 
 
 def test_posts_are_kept_by_week_and_target_and_name_the_weeks_discussion(tmp_path):
-    from prhub.store.store import Post
+    from prhub.store.records import Post
     from tests.factories import report
 
     r = report()

@@ -3,14 +3,9 @@ outcome, exit with its code."""
 
 from __future__ import annotations
 
-import errno
-import io
-import os
-import signal
-import sys
-from enum import Enum, StrEnum
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,7 +14,6 @@ from prhub.cli.options import (
     BATCH,
     MAX_PR,
     POST,
-    SETTING_FLAGS,
     SHARED,
     WEEK,
     WINDOW_FLAGS,
@@ -32,11 +26,14 @@ from prhub.cli.options import (
     pr_option,
     with_options,
 )
-from prhub.errors import Interrupted, OutputError, PrhubError
+from prhub.cli.options import (
+    settings as build_settings,
+)
+from prhub.cli.outcome import ended, fail, said
+from prhub.errors import PrhubError
 
 if TYPE_CHECKING:
-    from prhub.config import Settings
-    from prhub.run.commands import Outcome
+    pass
 
 # Modules beyond typer, prhub's options and errors are imported in the functions that need them:
 # `prhub --help` and `--version` then start without loading pydantic, rich or the SDKs.
@@ -72,52 +69,6 @@ def _main(
     """Chinese digests of merged GitHub pull requests: one per PR, one per ISO week."""
 
 
-def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
-    """Settings from a command's options: those it has are flags, the rest come from elsewhere.
-
-    A command that `runs` without a repository given takes the one of `git remote` origin, and
-    hears first what in its settings will cost the user (quiet or not)."""
-    import logging
-
-    from prhub import logmask
-    from prhub.config import load_settings
-    from prhub.errors import ConfigError
-    from prhub.names import git_origin
-
-    logging.basicConfig(
-        level=logging.INFO if options.get("verbose") else logging.WARNING,
-        format="prhub: %(message)s",
-        handlers=[logmask.handler(sys.stderr)],  # URLs in any library's lines lose credentials
-    )
-    flags: dict[str, Any] = {}
-    for key in SETTING_FLAGS:
-        value = options.get(key)
-        if isinstance(value, Enum):
-            value = value.value
-        # An unset switch must not hide the environment's value.
-        flags[key] = None if value is False else value
-    settings = load_settings(flags, config=options.get("config"))
-    if runs and settings.repo is None and (found := git_origin(Path.cwd())):
-        typer.echo(f"prhub: repository {found}, from `git remote get-url origin`", err=True)
-        settings = load_settings({**flags, "repo": found}, config=options.get("config"))
-    if settings.wait and not settings.batch:
-        raise ConfigError("--wait waits for a batch: add --batch (or PRHUB_BATCH=true)")
-    if settings.prompt_dir is not None and not settings.prompt_dir.is_dir():
-        where = settings.sources.get("prompt_dir", "")
-        raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")
-    if runs:
-        from prhub.cli.texts import notices
-
-        for line in notices(settings):
-            typer.echo(f"prhub: {line}", err=True)
-    return settings
-
-
-def _fail(exc: PrhubError) -> NoReturn:
-    typer.echo(f"prhub: error: {exc}", err=True)
-    raise typer.Exit(exc.exit_code)
-
-
 @app.command(cls=Command)
 @with_options(BATCH, SHARED)
 def summarize(
@@ -144,15 +95,15 @@ def summarize(
     options["repo"], pr = pr_option(prs, options["repo"])  # a PR's URL names its repository
     chosen = out_format(fmt, out)
     try:
-        settings = _settings({**options, "allow_unmerged": allow_unmerged})
+        settings = build_settings({**options, "allow_unmerged": allow_unmerged})
         from prhub.run import commands
 
         if dry_run:
-            _ended(commands.dry_run(settings, number=pr, out=out), quiet=True)
+            ended(commands.dry_run(settings, number=pr, out=out), quiet=True)
             return
-        _ended(commands.summarize(settings, pr, chosen, out), options["quiet"])
+        ended(commands.summarize(settings, pr, chosen, out), options["quiet"])
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @app.command(cls=Command)
@@ -179,7 +130,7 @@ def weekly(
         if all_repos:
             _all_repos(options, chosen, out, dry_run)
             return
-        settings = _settings(options)
+        settings = build_settings(options)
         from prhub.cli.display import Display
         from prhub.run import commands
 
@@ -189,9 +140,9 @@ def weekly(
                 done = commands.dry_run(settings, when=when, out=out, progress=display)
             else:
                 done = commands.weekly(settings, when, chosen, out, progress=display)
-        _ended(done, options["quiet"])
+        ended(done, options["quiet"])
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def _all_repos(options: dict[str, Any], chosen: Any, out: str | None, dry_run: bool) -> None:
@@ -207,15 +158,15 @@ def _all_repos(options: dict[str, Any], chosen: Any, out: str | None, dry_run: b
     from prhub.run import many
 
     quiet = options["quiet"]
-    settings = _settings(options, runs=False)
+    settings = build_settings(options, runs=False)
     for line in notices(settings):
         typer.echo(f"prhub: {line}", err=True)
     done = many.weekly_all(
         settings,
-        lambda name: _settings({**options, "repo": name}, runs=False),
+        lambda name: build_settings({**options, "repo": name}, runs=False),
         {n: options[n] for n in WINDOW_FLAGS},
         chosen,
-        Repos(quiet, _said),
+        Repos(quiet, said),
         dry_run=dry_run,
     )
     if done.index is not None:
@@ -226,7 +177,7 @@ def _all_repos(options: dict[str, Any], chosen: Any, out: str | None, dry_run: b
     if not quiet:
         typer.echo(f"prhub: {many.summary_line(done)}", err=True)
     if done.error is not None:
-        _fail(done.error)
+        fail(done.error)
 
 
 @app.command(cls=Command)
@@ -242,48 +193,16 @@ def labels(
     """Show the week's digests grouped by tag (module, type, label)."""
     chosen = out_format(fmt, out)
     try:
-        settings = _settings(options)
+        settings = build_settings(options)
         from prhub.cli.display import Display
         from prhub.run import commands
 
         when = {n: options[n] for n in WINDOW_FLAGS}
         with Display(options["quiet"]) as display:
             done = commands.labels(settings, when, tag, chosen, out, progress=display)
-        _ended(done, options["quiet"])
+        ended(done, options["quiet"])
     except PrhubError as exc:
-        _fail(exc)
-
-
-def _said(outcome: Outcome, quiet: bool, prefix: str = "") -> None:
-    """Prints what a run did, in order: where its result went, what posting did, its closing
-    line, what it waits for, then each problem and its error (these quiet or not)."""
-
-    def say(text: str, always: bool = False) -> None:
-        if always or not quiet:
-            typer.echo(f"prhub: {text}", err=True)
-
-    if outcome.written is not None and quiet:
-        typer.echo(outcome.written)  # on stdout, for scripts: `report=$(prhub weekly -q)`
-    elif outcome.written is not None:
-        say(f"{'wrote' if outcome.changed else 'unchanged'} {outcome.written}")
-    for line in outcome.posted:
-        say(line)
-    if outcome.summary:  # a failed run still says what it paid for
-        say(prefix + outcome.summary)
-    if outcome.waiting:  # said, quiet or not: the report is not written yet
-        say(prefix + outcome.waiting, always=True)
-    for exc in [*outcome.problems, outcome.error]:
-        if isinstance(exc, PrhubError):
-            say(f"error: {prefix}{exc}", always=True)
-
-
-def _ended(outcome: Outcome, quiet: bool) -> None:
-    """Prints a command's outcome and exits with its code; an interruption goes on to `main`."""
-    _said(outcome, quiet)
-    if isinstance(outcome.error, Interrupted):
-        raise outcome.error
-    if outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+        fail(exc)
 
 
 class ConfigFormat(StrEnum):
@@ -310,7 +229,7 @@ def show_config(
     from prhub.run import commands
 
     try:
-        settings = _settings(options, runs=False)
+        settings = build_settings(options, runs=False)
         if forget_mode:
             done = commands.forget_mode(settings)
             what = "forgot the" if done else "no"
@@ -321,7 +240,7 @@ def show_config(
             return
         learned = commands.learned_mode(settings)
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
     if fmt is ConfigFormat.json:
         typer.echo(texts.describe_json(settings, learned))
         return
@@ -340,11 +259,11 @@ def runs(
     from prhub.run import commands
 
     try:
-        settings = _settings(options, runs=False)
+        settings = build_settings(options, runs=False)
         for line in runs_text(commands.runs(settings, limit), settings):
             typer.echo(line)
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @app.command("import", cls=Command)
@@ -363,9 +282,9 @@ def import_(
     from prhub.run import commands
 
     try:
-        done = commands.import_(_settings(options, runs=False), folder)
+        done = commands.import_(build_settings(options, runs=False), folder)
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
     for line in done.problems:
         typer.echo(f"prhub: skipped {line}", err=True)
     typer.echo(f"prhub: {done.summary()}", err=True)
@@ -397,11 +316,11 @@ def site(
     from prhub.run import commands
 
     try:
-        settings = _settings(options, runs=False)
+        settings = build_settings(options, runs=False)
         names = [repo_name(r) for r in repos] if repos else None
         done = commands.site(settings, out, names, pdf=pdf)
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
     if done.no_pdf:  # a warning, also with --quiet: the site lacks what it usually has
         typer.echo(f"prhub: warning: no PDFs in the site: {done.no_pdf}", err=True)
     if not options["quiet"]:
@@ -423,7 +342,7 @@ def prompts(**options: Any) -> None:
         for line in commands.prompts(folder):
             typer.echo(line)
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @app.command("init-ci", cls=Command)
@@ -455,7 +374,7 @@ def init_ci(
     try:
         _, steps = commands.init_ci(path, install=install, force=force, pages=pages)
     except PrhubError as exc:
-        _fail(exc)
+        fail(exc)
     typer.echo(steps, nl=False)
 
 
@@ -475,65 +394,3 @@ def show_help(
         raise typer.BadParameter(f"no such command {command!r}", param_hint="COMMAND")
     with typer.Context(found, info_name=command, parent=parent) as sub:
         typer.echo(found.get_help(sub))
-
-
-def main() -> None:
-    """The console script: anything unforeseen is one line and exit 1, unless --verbose."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _interrupt)
-    if sys.stdout is None:  # started with stdout closed (>&-)
-        _close_stdout()
-    try:
-        app(prog_name="prhub")
-    except SystemExit:
-        if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's mark of a broken pipe
-            os._exit(128 + signal.SIGPIPE)  # quietly, as a tool the pipe killed; nothing to flush
-        raise
-    except Interrupted as exc:
-        kept = f" ({exc.kept})" if exc.kept else ""
-        typer.echo(f"prhub: interrupted; what was done is kept{kept}, rerun to go on", err=True)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        # Requests still in flight are abandoned: their threads must not hold the exit.
-        os._exit(exc.exit_code)
-    except Exception as exc:
-        if isinstance(exc, OSError) and isinstance(sys.stdout, _ClosedStdout):
-            typer.echo(f"prhub: error: cannot write to standard output: {exc.strerror}", err=True)
-            sys.exit(OutputError.exit_code)
-        if "--verbose" in sys.argv or "-v" in sys.argv:
-            raise
-        typer.echo(
-            f"prhub: error: unexpected {type(exc).__name__} (a bug; --verbose shows where)",
-            err=True,
-        )
-        sys.exit(1)
-
-
-class _ClosedStdout(io.TextIOBase):
-    """Standard output when there is none: each write fails as a closed file's would."""
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.EBADF, "it is closed")
-
-
-def _close_stdout() -> None:
-    # File descriptor 1 is held open on /dev/null, so no file prhub opens (the store) becomes
-    # stdout; writes fail and say so.
-    fd = os.open(os.devnull, os.O_WRONLY)
-    if fd != 1:
-        os.dup2(fd, 1)
-        os.close(fd)
-    sys.stdout = _ClosedStdout()
-
-
-_signalled: list[int] = []
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """The first SIGINT or SIGTERM stops new requests and unwinds; a second exits at once."""
-    if _signalled:
-        os._exit(128 + signum)
-    _signalled.append(signum)
-    if "prhub.retry" in sys.modules:  # nothing can be in flight before it is loaded
-        sys.modules["prhub.retry"].halt()
-    raise Interrupted(signum)

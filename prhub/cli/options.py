@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from datetime import date
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -16,6 +18,9 @@ from typer.core import TyperCommand, TyperGroup
 from prhub.defaults import DEFAULTS, ENV, BatchCorrections, NotifyFormat, ResponseMode
 from prhub.names import pr_ref, repo_name
 from prhub.run import SUFFIXES, Format
+
+if TYPE_CHECKING:
+    from prhub.config import Settings
 
 
 class _Help:
@@ -238,3 +243,44 @@ def with_options(*groups: dict[str, tuple[Any, Any]]) -> Callable[[C], C]:
         return command
 
     return add
+
+
+def settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
+    """Settings from a command's options: those it has are flags, the rest come from elsewhere.
+
+    A command that `runs` without a repository given takes the one of `git remote` origin, and
+    hears first what in its settings will cost the user (quiet or not)."""
+    import logging
+
+    from prhub import logmask
+    from prhub.configfile import load_settings
+    from prhub.errors import ConfigError
+    from prhub.names import git_origin
+
+    logging.basicConfig(
+        level=logging.INFO if options.get("verbose") else logging.WARNING,
+        format="prhub: %(message)s",
+        handlers=[logmask.handler(sys.stderr)],  # URLs in any library's lines lose credentials
+    )
+    flags: dict[str, Any] = {}
+    for key in SETTING_FLAGS:
+        value = options.get(key)
+        if isinstance(value, Enum):
+            value = value.value
+        # An unset switch must not hide the environment's value.
+        flags[key] = None if value is False else value
+    settings = load_settings(flags, config=options.get("config"))
+    if runs and settings.repo is None and (found := git_origin(Path.cwd())):
+        typer.echo(f"prhub: repository {found}, from `git remote get-url origin`", err=True)
+        settings = load_settings({**flags, "repo": found}, config=options.get("config"))
+    if settings.wait and not settings.batch:
+        raise ConfigError("--wait waits for a batch: add --batch (or PRHUB_BATCH=true)")
+    if settings.prompt_dir is not None and not settings.prompt_dir.is_dir():
+        where = settings.sources.get("prompt_dir", "")
+        raise ConfigError(f"prompt directory {settings.prompt_dir} ({where}) is no directory")
+    if runs:
+        from prhub.cli.texts import notices
+
+        for line in notices(settings):
+            typer.echo(f"prhub: {line}", err=True)
+    return settings

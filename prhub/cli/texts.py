@@ -6,14 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from prhub.config import (
-    BATCH_SHARE,
-    PRICES,
-    SECRETS,
-    Settings,
-    default_store,
-    toml_key,
-)
+from prhub.config import BATCH_SHARE, PRICES, SECRETS, Settings, default_store
+from prhub.configfile import toml_key
 from prhub.defaults import OPENAI_URL
 from prhub.errors import set_secret
 from prhub.logmask import shown_url

@@ -7,13 +7,13 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from prhub.config import Settings
 from prhub.digest import checks
+from prhub.digest.budgets import NONE, Budgets, budgets, context
 from prhub.digest.ground import ground_digest
 from prhub.digest.notes import (
-    NOTE_SHARES,
     NotesMemo,
     note_limits,
     note_text,
@@ -21,12 +21,12 @@ from prhub.digest.notes import (
     trim_notes,
 )
 from prhub.errors import ConfigError
-from prhub.llm.llm import LLM, ContextTooLong, schema_text
-from prhub.llm.prompt import MARGIN, Prompt, message_tokens, task_prompt
+from prhub.llm.limits import ContextTooLong
+from prhub.llm.llm import LLM, schema_text
+from prhub.llm.prompt import message_tokens, task_prompt
 from prhub.model import (
     ChineseTitle,
     ChunkNotes,
-    Coverage,
     DigestContent,
     DigestMeta,
     Drop,
@@ -35,76 +35,17 @@ from prhub.model import (
     PullRequest,
     Usage,
 )
-from prhub.prepare import TITLE_BUDGET, body_budget, prepare
-from prhub.prepare.core import pr_fields
+from prhub.prepare import prepare
 from prhub.prepare.discussion import Discussion, discussion
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import truncate
 from prhub.tags import parse_title, tag_name
 
-NOTE_BUDGET = 1200  # tokens of one chunk's notes in the final call of a map-reduce, at most
-MIN_INDEX = 500  # the final call's file index needs at least this many tokens
-CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
 TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is shown
 
 Messages = list[dict[str, str]]
-NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
 log = logging.getLogger("prhub")
-
-
-class Budgets(NamedTuple):
-    """Tokens one PR's digest plans with."""
-
-    chunk: int  # one call's diff chunk
-    file_index: int  # the final call's file index
-    note: int  # each chunk's notes in the final call
-
-
-def budgets(pr: PullRequest, settings: Settings, talk: Discussion | None = None) -> Budgets:
-    """Tokens left for one call's diff chunk, for the final call's file index, and for each
-    chunk's notes in it; `talk` is the discussion the prompt shows (made when not given).
-
-    The instructions are counted with the example reply JSON modes show, the largest they can be:
-    an endpoint may move a run to such a mode after its prompts were planned.
-    """
-    digest_prompt, notes_prompt = (
-        task_prompt(settings, "digest"),
-        task_prompt(settings, "digest_notes"),
-    )
-    schema, notes_schema = (
-        schema_text("json_object", DigestContent),
-        schema_text("json_object", ChunkNotes),
-    )
-    stub = _stub(pr)
-    if talk is None:
-        talk = discussion(pr.discussion, settings)
-    fixed = max(
-        _tokens(digest_prompt, settings, stub, talk, diff="", notes=[], index="", schema=schema),
-        _tokens(
-            notes_prompt,
-            settings,
-            stub,
-            NONE,
-            diff="",
-            part=9,
-            parts=9,
-            schema=notes_schema,
-            limits=dict.fromkeys(NOTE_SHARES, 99_999),  # the most digits a limit has
-        ),
-    )
-    spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
-    chunk_budget = settings.input_budget - fixed - spare
-    note_budget = min(NOTE_BUDGET, chunk_budget // (2 * settings.max_calls))
-    index_budget = chunk_budget - settings.max_calls * note_budget
-    if index_budget < MIN_INDEX:
-        least = settings.input_budget - index_budget + MIN_INDEX
-        raise ConfigError(
-            f"input budget {settings.input_budget} is too small for a digest prompt "
-            f"({fixed} tokens of instructions alone): raise --input-budget to at least {least} "
-            "(the model's context minus PRHUB_OUTPUT_TOKENS), or lower --max-calls"
-        )
-    return Budgets(chunk_budget, index_budget, note_budget)
 
 
 @dataclass(frozen=True)
@@ -128,7 +69,7 @@ class Plan:
     def final(self, notes: list[ChunkNotes], mode: str) -> Messages:
         """The reduce call of a map-reduce: chunk notes, the whole file index, the discussion."""
         return task_prompt(self.settings, "digest").messages(
-            **_context(self.prepared, self.talk),
+            **context(self.prepared, self.talk),
             diff="",
             notes=notes,
             index=self.prepared.index,
@@ -159,7 +100,7 @@ def plan(pr: PullRequest, settings: Settings, mode: str | None = None) -> Plan:
     if len(prepared.chunks) == 1:
         calls = [
             task_prompt(settings, "digest").messages(
-                **_context(prepared, talk),
+                **context(prepared, talk),
                 diff=prepared.chunks[0],
                 notes=[],
                 index="",
@@ -173,7 +114,7 @@ def plan(pr: PullRequest, settings: Settings, mode: str | None = None) -> Plan:
         # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
         calls = [
             notes_prompt.messages(
-                **_context(prepared, NONE),
+                **context(prepared, NONE),
                 diff=chunk,
                 part=i,
                 parts=len(prepared.chunks),
@@ -405,34 +346,3 @@ def retag(digest: PRDigest, settings: Settings) -> PRDigest:
     modules = list(dict.fromkeys(tag_name(m, settings.tags) for m in digest.modules))
     labels = list(dict.fromkeys(tag_name(x, settings.tags) for x in digest.labels))
     return digest.model_copy(update={"modules": modules, "labels": labels})
-
-
-def _stub(pr: PullRequest) -> PreparedPR:
-    """The PR's prompt metadata without its title, body and diff, to measure the fixed cost."""
-    return PreparedPR(
-        **pr_fields(pr),
-        title="",
-        body="",
-        files=[],
-        chunks=[""],
-        index="",
-        coverage=Coverage(full=[f.path for f in pr.files]),
-        facts=pr_facts(pr).lines(),
-    )
-
-
-def _context(prepared: PreparedPR, talk: Discussion) -> dict[str, Any]:
-    states = Counter(review.state for review in prepared.reviews)
-    approvers = [r.author for r in prepared.reviews if r.state == "APPROVED"]
-    return {
-        "pr": prepared,
-        "review_states": sorted(states.items()),
-        "approvers": list(dict.fromkeys(approvers)),
-        "discussion": talk,
-    }
-
-
-def _tokens(
-    p: Prompt, settings: Settings, stub: PreparedPR, talk: Discussion, **variables: Any
-) -> int:
-    return message_tokens(p.messages(**_context(stub, talk), **variables), settings.encoding)

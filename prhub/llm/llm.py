@@ -24,6 +24,13 @@ from prhub.errors import (
     set_secret,
 )
 from prhub.llm import llm_http
+from prhub.llm.limits import (
+    CONTEXT_LIMIT,
+    PROMPT_USED,
+    REPLY_RESERVED,
+    ContextTooLong,
+    first_number,
+)
 from prhub.llm.prompt import message_tokens
 from prhub.llm.reply import ReplyError, example_text, read, with_example
 from prhub.logmask import shown_url
@@ -54,39 +61,6 @@ def schema_text(mode: Settings | str, schema: type[BaseModel]) -> str | None:
     return example_text(schema)
 
 
-class ContextTooLong(LLMRequestError):
-    """The endpoint said the prompt exceeds the model's context."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        sent: int | None = None,
-        limit: int | None = None,
-        used: int | None = None,
-        reserved: int = 0,
-    ) -> None:
-        super().__init__(message)
-        self.sent = sent  # prompt tokens as prhub counted them
-        self.limit = limit  # the model's context, as the endpoint reported it
-        self.used = used  # the prompt's tokens as the endpoint counted them
-        self.reserved = reserved  # reply tokens the endpoint counts against the context
-
-    def smaller_budget(self, budget: int) -> int | None:
-        """An input budget, in prhub's tokens, that fits the context reported; None if unknown."""
-        if not (self.sent and self.limit and self.used):
-            return None
-        # Scaled by how the endpoint's tokenizer counts ours; 5 % spare for chat-format overhead.
-        fit = int((self.limit - self.reserved) * self.sent / self.used * 0.95)
-        return fit if 0 < fit < min(budget, self.sent) else None
-
-
-# How OpenAI, vLLM, DeepSeek and llama.cpp word a context overflow.
-_CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+)|context size \((\d+) tokens\)")
-_PROMPT_USED = re.compile(
-    r"(\d+) in the messages|messages resulted in (\d+) tokens|request \((\d+) tokens\)"
-)
-_REPLY_RESERVED = re.compile(r"(\d+) in the completion")
 _CUT_OFF = (
     "上一条回复超出了 {limit} 个 token 的输出上限，在中途被截断了。"
     "请重新输出完整的 JSON 对象，并写得更短：每个字段只写最要紧的内容，列表只留最重要的几项。"
@@ -386,8 +360,8 @@ class LLM:
             )
         if "context" in code or re.search(r"context.{0,20}(length|size|window)", detail.lower()):
             limit, used, reserved = (
-                _first_number(pattern, detail)
-                for pattern in (_CONTEXT_LIMIT, _PROMPT_USED, _REPLY_RESERVED)
+                first_number(pattern, detail)
+                for pattern in (CONTEXT_LIMIT, PROMPT_USED, REPLY_RESERVED)
             )
             return ContextTooLong(
                 f"the prompt is too long for the model: {detail}",
@@ -404,11 +378,6 @@ class LLM:
 def _names_model(exc: openai.APIStatusError, detail: str) -> bool:
     """Whether an error is an API's answer about the model, not a server that is no such API."""
     return "model" in llm_http.error_code(exc) or "model" in detail.lower()
-
-
-def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
-    match = pattern.search(text)
-    return int(next(g for g in match.groups() if g)) if match else None
 
 
 def cached_tokens(usage: Any) -> int:

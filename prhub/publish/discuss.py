@@ -16,7 +16,7 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 from prhub import retry, transport
 from prhub.config import Settings
 from prhub.errors import ConfigError, PostError, PrhubError, set_secret
-from prhub.store.store import Post, post_hash
+from prhub.store.records import Post, post_hash
 
 T = TypeVar("T")
 

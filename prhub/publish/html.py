@@ -15,10 +15,10 @@ from markupsafe import Markup, escape
 
 from prhub.model import VERDICTS, PRDigest, WeeklyReport
 from prhub.publish import parts
-from prhub.publish.labels import LabelsView
-from prhub.publish.parts import CODE_SPAN, PR_REF, Links, Text, one_line, visible
+from prhub.publish.parts import CODE_SPAN, PR_REF, DigestLink, Links, Text, one_line, visible
 from prhub.publish.render import TEMPLATES, environment
-from prhub.publish.view import DigestLink, digest_view, tags_view, weekly_view
+from prhub.publish.rows import LabelsView
+from prhub.publish.view import digest_view, tags_view, weekly_view
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
 

@@ -4,42 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel
-
 from prhub.model import PRDigest, WeeklyReport
-from prhub.publish.parts import Links, links
+from prhub.publish.parts import DigestLink, Links, links
 from prhub.publish.render import markdown
-from prhub.publish.view import KINDS, DigestLink, tags_view, weekly_title
+from prhub.publish.rows import KINDS, LabelsView, TaggedPR, TagGroup
+from prhub.publish.view import tags_view, weekly_title
 from prhub.tags import tag_name
 
-__all__ = ["LabelsView", "labels_json", "labels_markdown", "view"]
-
-
-class TaggedPR(BaseModel):
-    number: int
-    url: str
-    title: str
-    verdict: str
-    minutes: int
-    importance: float
-    advice: str
-    failed_checks: list[str] = []  # the checks its digest failed
-
-
-class TagGroup(BaseModel):
-    tag: str
-    kind: str = "label"  # what the tag names: a key of view.KINDS
-    prs: list[TaggedPR]
-
-
-class LabelsView(BaseModel):
-    """The groups shown; when a tag was asked for and has no PR, the tags the week has."""
-
-    repo: str
-    title: str
-    tag: str | None  # the tag asked for, as reports spell it
-    groups: list[TagGroup]
-    available: dict[str, int] = {}  # tag -> PRs, most first
+__all__ = ["labels_json", "labels_markdown", "view"]
 
 
 def view(

@@ -15,7 +15,7 @@ from prhub import logmask, retry, transport
 from prhub.config import Settings
 from prhub.errors import ConfigError, PostError
 from prhub.publish.brief import Brief, linked, markdown, pieces
-from prhub.store.store import Post, post_hash
+from prhub.store.records import Post, post_hash
 
 # Each webhook host's format; another host (a proxy, a self-hosted Lark) names it with
 # --notify-format.

@@ -17,8 +17,7 @@ from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import html, labels, pdf, render
 from prhub.publish.formats import SUFFIX, Format
 from prhub.publish.overview import Entry, index_markdown
-from prhub.publish.parts import one_line
-from prhub.publish.view import DigestLink
+from prhub.publish.parts import DigestLink, one_line
 from prhub.text import plural
 from prhub.weekly.analyse import Window
 

@@ -15,9 +15,9 @@ from markupsafe import Markup
 from prhub.model import VERDICTS, PRDigest, WeeklyReport
 from prhub.publish import html, view
 from prhub.publish.footers import MARKER, failed_checks, local_time
-from prhub.publish.labels import LabelsView
 from prhub.publish.parts import Flag, Line, Links, Verdict, Words, links, paragraphs, pr_heading
 from prhub.publish.render import TEMPLATES
+from prhub.publish.rows import LabelsView
 from prhub.publish.view import check_marker, period, tags_view, weekly_title, weekly_view
 
 __all__ = ["Pages", "WeekRow", "digest_page", "week_row"]

@@ -110,6 +110,8 @@ class Line:
 
 
 Text = Part | Line
+# Where a PR's digest is, by number: a link, or None where there is none.
+DigestLink = Callable[[int], str | None]
 
 # The blocks of a section
 

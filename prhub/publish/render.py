@@ -14,8 +14,8 @@ import jinja2
 
 from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import parts
-from prhub.publish.parts import CODE_SPAN, PR_REF, Links, Text, one_line
-from prhub.publish.view import DigestLink, digest_view, weekly_view
+from prhub.publish.parts import CODE_SPAN, PR_REF, DigestLink, Links, Text, one_line
+from prhub.publish.view import digest_view, weekly_view
 
 __all__ = [
     "code",

@@ -1,4 +1,5 @@
-"""The rows of a week's key-PR table: a PR, or a PR and the revert of it."""
+"""The rows views are made of: a week's key PRs (a PR, or a PR and the revert of it), and
+the week's digests grouped by tag."""
 
 from __future__ import annotations
 
@@ -46,3 +47,34 @@ def key_rows(r: WeeklyReport) -> list[KeyRow]:
             )
         )
     return sorted(rows, key=lambda row: (-(row.importance or 0.0), row.numbers[0]))
+
+
+# What a tag names, as the labels view heads its groups.
+KINDS = {"module": "模块", "type": "类型", "label": "标签"}
+
+
+class TaggedPR(BaseModel):
+    number: int
+    url: str
+    title: str
+    verdict: str
+    minutes: int
+    importance: float
+    advice: str
+    failed_checks: list[str] = []  # the checks its digest failed
+
+
+class TagGroup(BaseModel):
+    tag: str
+    kind: str = "label"  # what the tag names: a key of KINDS
+    prs: list[TaggedPR]
+
+
+class LabelsView(BaseModel):
+    """The groups shown; when a tag was asked for and has no PR, the tags the week has."""
+
+    repo: str
+    title: str
+    tag: str | None  # the tag asked for, as reports spell it
+    groups: list[TagGroup]
+    available: dict[str, int] = {}  # tag -> PRs, most first

@@ -21,6 +21,7 @@ from prhub.publish.manifest import Record
 from prhub.publish.output import report_path
 from prhub.publish.pages import Pages, digest_page, week_row
 from prhub.publish.parts import links
+from prhub.publish.rows import LabelsView
 from prhub.store.store import Store
 from prhub.text import plural
 
@@ -220,7 +221,7 @@ def _repo_url(repo: Repo) -> str:
     return links(repo.name, {d.number: d.url for d in repo.digests[:1]}).base
 
 
-def _tag_view(repo: Repo, tz: str) -> labels.LabelsView:
+def _tag_view(repo: Repo, tz: str) -> LabelsView:
     """The repository's digests by tag, as the labels view groups a week's."""
     digests = sorted(repo.digests, key=lambda d: d.number)
     times = [d.merged_at or d.meta.created_at for d in digests]

@@ -4,10 +4,8 @@ items, links, badges and footers. Markdown (`render`) and HTML (`html`) render t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from prhub.model import PRDigest, WeeklyReport
@@ -20,6 +18,7 @@ from prhub.publish.footers import (
     weekly_footer,
 )
 from prhub.publish.parts import (
+    DigestLink,
     Items,
     Line,
     Link,
@@ -41,17 +40,13 @@ from prhub.publish.parts import (
     pr_heading,
     refs,
 )
+from prhub.publish.rows import KINDS, LabelsView, TaggedPR, TagGroup
 from prhub.publish.weekly_view import data_sections, narrative_sections, notice
 from prhub.weekly.prose import figures, lead
 
-if TYPE_CHECKING:
-    from prhub.publish.labels import LabelsView, TaggedPR, TagGroup
-
 # What a tag names, in the order a report groups them: a module (from the title's `[module]`),
 # a type (`fix:`, `feat:`, breaking), else a label.
-KINDS = {"module": "模块", "type": "类型", "label": "标签"}
 # Where a PR's digest is, if the output has it: a relative address, or None.
-DigestLink = Callable[[int], str | None]
 
 
 def check_marker(d: PRDigest) -> str:

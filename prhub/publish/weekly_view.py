@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from prhub.model import Trend, WeeklyReport
 from prhub.publish.footers import flag
@@ -12,6 +11,7 @@ from prhub.publish.parts import (
     CODE_SPAN,
     Block,
     Code,
+    DigestLink,
     Items,
     Line,
     Link,
@@ -36,9 +36,6 @@ from prhub.publish.rows import KeyRow, key_rows
 from prhub.tags import tag_name
 from prhub.text import NUMBER
 from prhub.weekly.prose import author_highlight, author_line, fact_headlines, figures, risks
-
-if TYPE_CHECKING:
-    from prhub.publish.view import DigestLink
 
 
 def notice(r: WeeklyReport) -> str:

@@ -18,7 +18,7 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.github.ratelimit import LimitReached
-from prhub.llm.llm import ContextTooLong
+from prhub.llm.limits import ContextTooLong
 from prhub.model import FailedPR
 
 V = TypeVar("V")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from prhub.config import Price, Settings, batch_price, price, toml_key
+from prhub.config import Price, Settings, batch_price, price
+from prhub.configfile import toml_key
 from prhub.model import DryRun, RunStats, Usage
 from prhub.text import plural
 

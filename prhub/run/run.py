@@ -32,8 +32,9 @@ from prhub.prepare.redact import scrub
 from prhub.run import book
 from prhub.run.fanout import each
 from prhub.run.keys import digest_key
+from prhub.store.db import holder_id
 from prhub.store.modes import explicit_mode
-from prhub.store.store import Store, holder_id
+from prhub.store.store import Store
 from prhub.text import plural
 from prhub.weekly import analyse
 from prhub.weekly.analyse import Window
@@ -94,9 +95,7 @@ class Run:
             if store is None:
                 store = opening.enter_context(closing(Store(self.settings.store)))
             if source is None:
-                source = opening.enter_context(
-                    closing(GitHubSource(self.settings, stop=self.stop))
-                )
+                source = opening.enter_context(closing(GitHubSource(self.settings, stop=self.stop)))
             self._run_id = store.start_run(self.command)
             self._owned = opening.pop_all()
         if self._shown:  # a wait for GitHub's limit, on this run's display (a shared source too)
@@ -262,9 +261,7 @@ class Run:
         self._tally["digested" if new else "reused"] += 1
         return got, not new
 
-    def once(
-        self, key: str, find: Callable[[], T | None], make: Callable[[], T]
-    ) -> tuple[T, bool]:
+    def once(self, key: str, find: Callable[[], T | None], make: Callable[[], T]) -> tuple[T, bool]:
         """What `find` gives, else what `make` makes under the key's lease (and True): while
         another run on the same store makes it, this one waits and takes theirs."""
         waited = False
@@ -301,4 +298,3 @@ class Run:
             lambda done: self.progress("fetch", done, len(hits)),
             self.stop.stop,
         )
-

@@ -34,9 +34,7 @@ def summarize(run: Run, number: int) -> PRDigest | Waiting:
     pr = run.merged_pr(number)
     run.stats = RunStats(prs=1, failed=1)  # until the digest is made
     if run.settings.batch:
-        got, waiting = rounds(
-            run, pr.repo, lambda: deferrable(run.cached_digest)(pr)
-        )
+        got, waiting = rounds(run, pr.repo, lambda: deferrable(run.cached_digest)(pr))
         if got is None or waiting is not None:
             run.stats = RunStats(prs=1)
             return waiting or Waiting(0, [])
@@ -57,9 +55,7 @@ def weekly(run: Run, w: Window, *, narrate_week: bool = True) -> WeeklyReport | 
     batch mode, what it waits for until every digest's answers are in."""
     repo, settings = run.repo(), run.settings
     hits = run.hits(w)
-    digest_pr = (
-        deferrable(run.cached_digest) if settings.batch else run.cached_digest
-    )
+    digest_pr = deferrable(run.cached_digest) if settings.batch else run.cached_digest
 
     def digest_all() -> tuple[dict[int, PullRequest], dict[int, Any], list[FailedPR]]:
         # Each PR digested once fetched, the biggest first among those waiting: the LLM
@@ -128,6 +124,7 @@ def weekly(run: Run, w: Window, *, narrate_week: bool = True) -> WeeklyReport | 
         run.store.save_report(report)
     return report
 
+
 def _narrate(
     run,
     key: str,
@@ -147,6 +144,7 @@ def _narrate(
     run.progress("narrate", 1, 1)
     return run.store.save_narrative(key, narrative, dropped, call_usage)
 
+
 def week_facts(
     run, w: Window, fetched: dict[int, PullRequest], digests: dict[int, PRDigest]
 ) -> WeeklyFacts:
@@ -159,5 +157,3 @@ def week_facts(
         aliases=run.settings.tags,
         **w._asdict(),  # start, end, year, week
     )
-
-

@@ -1,0 +1,110 @@
+"""A PR's digest plans with token budgets: what one call's diff chunk, the final call's file
+index and each chunk's notes may take, once the prompt's fixed part is counted."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, NamedTuple
+
+from prhub.config import Settings
+from prhub.digest.notes import NOTE_SHARES
+from prhub.errors import ConfigError
+from prhub.llm.llm import schema_text
+from prhub.llm.prompt import MARGIN, Prompt, message_tokens, task_prompt
+from prhub.model import ChunkNotes, Coverage, DigestContent, PreparedPR, PullRequest
+from prhub.prepare import TITLE_BUDGET, body_budget
+from prhub.prepare.core import pr_fields
+from prhub.prepare.discussion import Discussion, discussion
+from prhub.prepare.facts import pr_facts
+
+NOTE_BUDGET = 1200  # tokens of one chunk's notes in the final call of a map-reduce, at most
+MIN_INDEX = 500  # the final call's file index needs at least this many tokens
+CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
+NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
+
+
+class Budgets(NamedTuple):
+    """Tokens one PR's digest plans with."""
+
+    chunk: int  # one call's diff chunk
+    file_index: int  # the final call's file index
+    note: int  # each chunk's notes in the final call
+
+
+def budgets(pr: PullRequest, settings: Settings, talk: Discussion | None = None) -> Budgets:
+    """Tokens left for one call's diff chunk, for the final call's file index, and for each
+    chunk's notes in it; `talk` is the discussion the prompt shows (made when not given).
+
+    The instructions are counted with the example reply JSON modes show, the largest they can be:
+    an endpoint may move a run to such a mode after its prompts were planned.
+    """
+    digest_prompt, notes_prompt = (
+        task_prompt(settings, "digest"),
+        task_prompt(settings, "digest_notes"),
+    )
+    schema, notes_schema = (
+        schema_text("json_object", DigestContent),
+        schema_text("json_object", ChunkNotes),
+    )
+    fixed_part = stub(pr)
+    if talk is None:
+        talk = discussion(pr.discussion, settings)
+    fixed = max(
+        prompt_tokens(
+            digest_prompt, settings, fixed_part, talk, diff="", notes=[], index="", schema=schema
+        ),
+        prompt_tokens(
+            notes_prompt,
+            settings,
+            fixed_part,
+            NONE,
+            diff="",
+            part=9,
+            parts=9,
+            schema=notes_schema,
+            limits=dict.fromkeys(NOTE_SHARES, 99_999),  # the most digits a limit has
+        ),
+    )
+    spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
+    chunk_budget = settings.input_budget - fixed - spare
+    note_budget = min(NOTE_BUDGET, chunk_budget // (2 * settings.max_calls))
+    index_budget = chunk_budget - settings.max_calls * note_budget
+    if index_budget < MIN_INDEX:
+        least = settings.input_budget - index_budget + MIN_INDEX
+        raise ConfigError(
+            f"input budget {settings.input_budget} is too small for a digest prompt "
+            f"({fixed} tokens of instructions alone): raise --input-budget to at least {least} "
+            "(the model's context minus PRHUB_OUTPUT_TOKENS), or lower --max-calls"
+        )
+    return Budgets(chunk_budget, index_budget, note_budget)
+
+
+def stub(pr: PullRequest) -> PreparedPR:
+    """The PR's prompt metadata without its title, body and diff, to measure the fixed cost."""
+    return PreparedPR(
+        **pr_fields(pr),
+        title="",
+        body="",
+        files=[],
+        chunks=[""],
+        index="",
+        coverage=Coverage(full=[f.path for f in pr.files]),
+        facts=pr_facts(pr).lines(),
+    )
+
+
+def context(prepared: PreparedPR, talk: Discussion) -> dict[str, Any]:
+    states = Counter(review.state for review in prepared.reviews)
+    approvers = [r.author for r in prepared.reviews if r.state == "APPROVED"]
+    return {
+        "pr": prepared,
+        "review_states": sorted(states.items()),
+        "approvers": list(dict.fromkeys(approvers)),
+        "discussion": talk,
+    }
+
+
+def prompt_tokens(
+    p: Prompt, settings: Settings, stub: PreparedPR, talk: Discussion, **variables: Any
+) -> int:
+    return message_tokens(p.messages(**context(stub, talk), **variables), settings.encoding)
