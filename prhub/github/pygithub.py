@@ -1,4 +1,4 @@
-"""What prhub needs of PyGithub beyond its public API, all here: tests/test_pygithub.py names
+"""What prhub needs of PyGithub beyond its public API, all here: tests/github/test_pygithub.py names
 each private piece a PyGithub release moved."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Settings: precedence, config files, refusals, masking and the keys derived from them.
 
-The CLI's own view of these (`prhub config`, exit codes) is in tests/test_cli_weekly.py.
+The CLI's own view of these (`prhub config`, exit codes) is in tests/cli/test_weekly.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What people type: repository and PR spellings, help, years, --out suffixes (issue 22)."""
+"""What people type: repository and PR spellings, help, years, --out suffixes."""
 
 from __future__ import annotations
 

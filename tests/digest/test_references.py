@@ -8,7 +8,7 @@ import pytest
 
 from prhub.digest import checks
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
 
 
 def digests() -> list[tuple[str, str]]:

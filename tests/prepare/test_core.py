@@ -39,7 +39,7 @@ AGGREGATE = re.compile(r"^(\S+/) — [\d,]+ files?, ", re.M)
 
 
 def corpus_dir() -> Path:
-    return Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+    return Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 
 
 def run(

@@ -15,7 +15,7 @@ from prhub.model import ChunkNotes, DigestContent, WeeklyNarrative
 from tests.factories import MESSAGES, VALID, MakeLLM, Rating
 from tests.standins import LLMStandIn
 
-REPLIES = Path(__file__).parent / "replies"
+REPLIES = Path(__file__).parents[1] / "replies"
 DIGEST = {
     "title": "采样温度下限钳制为 1e-5",
     "verdict": "快速浏览",

@@ -1,4 +1,4 @@
-"""Errors that name their real source (issue 22, item 6), through the CLI and the stand-ins."""
+"""Errors that name their real source, through the CLI and the stand-ins."""
 
 from __future__ import annotations
 

@@ -351,7 +351,7 @@ def test_prompts_lists_versions_and_a_users_own_wins(env, llm, tmp_path):
         assert name in listed
     mine = tmp_path / "my-prompts" / "digest"
     mine.mkdir(parents=True)
-    shipped = Path(__file__).resolve().parents[1] / "prompts" / "digest"
+    shipped = Path(__file__).resolve().parents[2] / "prompts" / "digest"
     (mine / "v4.system.j2").write_text(
         "自定义系统提示。\n" + (shipped / "v1.system.j2").read_text()
     )

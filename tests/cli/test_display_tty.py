@@ -1,4 +1,4 @@
-"""The live bar on a real pseudo-terminal: every warning stays readable above it (issue 22)."""
+"""The live bar on a real pseudo-terminal: every warning stays readable above it."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def test_no_source_file_hides_an_invisible_character() -> None:
     """Invisible characters are written as escapes, where a reader of the code can see them."""
     import re
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     hidden = re.compile("[\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
     files = [p for d in ("prhub", "prompts", "tests", "bench") for p in (root / d).rglob("*")]
     found = [

@@ -361,7 +361,7 @@ def test_version() -> None:
 
     result = CliRunner().invoke(app, ["--version"])
     assert (result.exit_code, result.stdout) == (0, f"prhub {__version__}\n")
-    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject  # read from prhub/__init__.py when built
     from importlib.metadata import version
 
@@ -478,7 +478,7 @@ def test_with_a_github_token_no_warning(env: dict[str, str | None]) -> None:
 
 
 def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = readme.split("```sh\n")[1:]
     blocks = [block.split("```")[0] for block in blocks]
     installs = [b for b in blocks if "pip install ." in b]

@@ -1,4 +1,4 @@
-"""Small truths (issue 22, item 7): what prhub says matches what it did."""
+"""What prhub says matches what it did: its figures, its lines, its waits."""
 
 from __future__ import annotations
 

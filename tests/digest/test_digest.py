@@ -163,7 +163,7 @@ def test_budget_too_small_is_a_config_error(llm):
 
 
 def test_fixture_dir_is_not_the_corpus():
-    assert not (Path(__file__).parents[1] / "fixtures" / "github" / "verl-project").exists()
+    assert not (Path(__file__).parents[2] / "fixtures" / "github" / "verl-project").exists()
 
 
 def test_every_corpus_pr_fits_an_8k_context_model(llm, corpus_dir):

@@ -264,11 +264,11 @@ def test_model_text_stays_in_its_place_in_a_weekly_report():
 
 
 def test_the_readme_example_is_the_golden_digest() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     start = readme.index("> ### [#101]")
     block = readme[start : readme.index("\n\n", readme.index("<sub>", start))]
     quoted = "\n".join(ln[2:] if ln.startswith("> ") else ln[1:] for ln in block.split("\n"))
-    golden = (Path(__file__).parents[1] / "fixtures" / "golden" / "digest-101.md").read_text()
+    golden = (Path(__file__).parents[2] / "fixtures" / "golden" / "digest-101.md").read_text()
     assert quoted.strip() == golden.strip()
 
 
