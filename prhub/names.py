@@ -6,11 +6,13 @@ import re
 import subprocess
 from pathlib import Path
 
-# A repository URL (https, ssh or scp-like), or a PR's URL; host and scheme are not checked
-# beyond looking like GitHub's shapes: GitHub Enterprise hosts differ.
+from prhub.text import PR_REF, ref_repo
+
+# A repository URL (https, ssh or scp-like); host and scheme are not checked beyond looking
+# like GitHub's shapes: GitHub Enterprise hosts differ. A PR's URL is a PR reference (text.PR_REF).
 _URL = re.compile(
     r"(?:[a-z][a-z0-9+.-]*://(?:[^@/]+@)?[^/]+/|[^@/\s]+@[^:/\s]+:)"
-    r"(?P<repo>[^/\s]+/[^/\s]+?)(?:\.git)?/?(?:/pull/(?P<pr>\d+)\S*)?",
+    r"(?P<repo>[^/\s]+/[^/\s]+?)(?:\.git)?/?",
     re.IGNORECASE,
 )
 
@@ -18,6 +20,9 @@ _URL = re.compile(
 def repo_name(text: str) -> str:
     """owner/name from owner/name, owner/name.git or a repository or PR URL; else `text`."""
     text = text.strip()
+    _, repo, _ = _pr_url(text)
+    if repo is not None:
+        return repo
     match = _URL.fullmatch(text)
     if match:
         return match["repo"]
@@ -27,11 +32,22 @@ def repo_name(text: str) -> str:
 def pr_ref(text: str) -> tuple[str | None, int | None]:
     """The repository (when a URL names one) and number of `7372`, `#7372` or a PR URL."""
     text = text.strip()
-    match = _URL.fullmatch(text)
-    if match and match["pr"]:
-        return match["repo"], int(match["pr"])
+    found, repo, number = _pr_url(text)
+    if found:
+        return repo, number
     bare = text.removeprefix("#")
     return None, int(bare) if bare.isdigit() and bare.isascii() else None
+
+
+def _pr_url(text: str) -> tuple[bool, str | None, int | None]:
+    """Whether `text` is a PR reference naming its repository (a PR's page, maybe with a tab
+    such as /files after it, or owner/name#N), with that repository and the number."""
+    found = PR_REF.match(text)
+    if found is None or "/issues/" in found.group(0) or ref_repo(found) is None:
+        return False, None, None
+    if found.end() < len(text) and text[found.end()] not in "/?#":
+        return False, None, None
+    return True, ref_repo(found), int(found.group(1))
 
 
 def git_origin(cwd: Path) -> str | None:

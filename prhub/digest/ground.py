@@ -10,7 +10,7 @@ from collections.abc import Callable
 from prhub.github.source_payload import references
 from prhub.model import DigestContent, Drop, DropReason, PullRequest
 from prhub.prepare.redact import redact
-from prhub.text import NUMBER, sentences
+from prhub.text import PR_REF, sentences
 
 SPAN = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.\w{1,8})(?![\w/])")
@@ -342,7 +342,7 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
         text = SPAN.sub(span, text)
         text = outside_spans(text, PATH, path)
         text = outside_spans(text, BARE, path)
-        text = outside_spans(text, NUMBER, number)
+        text = outside_spans(text, PR_REF, number)
         text = outside_spans(text, CODE, name)
         if GONE not in text:
             return re.sub(r"  +", " ", text).strip()
@@ -355,7 +355,7 @@ def ground_digest(content: DigestContent, pr: PullRequest) -> tuple[DigestConten
     def judged(field: str, text: str, provenance: bool) -> str | None:
         """`text` as it may stand, or None when it goes; each drop recorded."""
         reason = shown.fault(text, provenance)
-        left, gone = (None, []) if reason else excise(shown.unmark(text), NUMBER, known)
+        left, gone = (None, []) if reason else excise(shown.unmark(text), PR_REF, known)
         if left is None:
             drops.append(Drop(field=field, text=text.strip(), reason=reason or "unknown_number"))
         else:

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from datetime import datetime
 from typing import Any, Literal
 
 from prhub.errors import GitHubUnavailable
 from prhub.model import Comment, FileChange, PullRequest, Review
+from prhub.text import cited
 
 Kind = Literal["review", "inline", "conversation"]
-_REFERENCE = re.compile(
-    r"(?:(?<![\w/])#|github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/)(\d{1,7})\b", re.IGNORECASE
-)
-
-
 def references(text: str, own: int | None = None) -> list[int]:
     """Issue and PR numbers a text refers to ("fixes #12", "#34", a GitHub URL), in order."""
-    found = dict.fromkeys(int(m) for m in _REFERENCE.findall(text or ""))
-    return [n for n in found if n != own]
+    return [n for n in cited(text or "") if n != own]
 
 
 def pull_request_from_payload(

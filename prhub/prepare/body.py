@@ -9,6 +9,8 @@ from itertools import groupby
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from prhub.text import PR_REF
+
 HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)  # invisible on GitHub
 _TASK = re.compile(r"\[[ xX]\]")
 _ALERT = re.compile(r"^\s*>\s*\[!\w+\]")
@@ -17,7 +19,6 @@ _PLACEHOLDER_LINE = re.compile(r"^(?://|#(?!include\b|define\b|if|ifdef\b|endif\
 # Ends a sentence: the line after it starts a new thought, not a wrapped quote line.
 _SENTENCE_END = re.compile(r"[.!?:。！？：]\s*$")
 _BLANKS = re.compile(r"\n(?:[ \t]*\n){2,}")
-_CITES = re.compile(r"(?<![\w&])#\d+\b")
 # Git trailers a squash merge appends: who signed off says nothing of the change.
 _TRAILER = re.compile(r"(?:signed-off-by|co-authored-by):", re.I)
 # Headings of a template's own boxes; a list of tasks under any other heading (a to-do list,
@@ -152,7 +153,7 @@ def _checklist_dropped(section: _Section, lines: list[str]) -> set[int]:
         under = block and span.start - 1 in dropped
         if under and lines[span.start - 1].strip():
             dropped.update(span)
-        elif quote or (item and not _CITES.search("\n".join(lines[i] for i in span))):
+        elif quote or (item and not PR_REF.search("\n".join(lines[i] for i in span))):
             dropped.update(span)
     return dropped
 

@@ -3,7 +3,6 @@ the top risks in short, the report's and the discussion's pages; as Markdown wit
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,16 +10,15 @@ from prhub.config import Settings
 from prhub.model import WeeklyReport
 from prhub.publish.formats import Format
 from prhub.publish.output import report_path
-from prhub.publish.parts import CODE_SPAN, Links, links, one_line
+from prhub.publish.parts import CODE_SPAN, Links, linked_pr, links, one_line
 from prhub.publish.render import md
 from prhub.publish.view import period, weekly_title
-from prhub.text import sentences
+from prhub.text import PR_REF, sentences
 from prhub.weekly.prose import author_highlight, fact_risks, lead
 
 RISKS = 3  # the top risks a post names
 SHORT = 60  # characters of a risk's short form, as a chat shows it on a phone
 # `#123` that is a PR reference, not part of a word, a URL or an entity.
-_REF = re.compile(r"(?<![A-Za-z0-9_/&#\[])#(\d+)(?!\d)")
 
 
 @dataclass(frozen=True)
@@ -81,11 +79,13 @@ def pieces(text: str) -> list[str | int]:
     last = 0
     for span in [*CODE_SPAN.finditer(text), None]:
         end = span.start() if span else len(text)
-        for i, piece in enumerate(_REF.split(text[last:end])):
-            if i % 2:
-                out += [int(piece), ""]
-            else:
-                out[-1] = f"{out[-1]}{piece}"
+        plain, at = text[last:end], 0
+        for ref in PR_REF.finditer(plain):
+            if (number := linked_pr(ref)) is not None and not plain[: ref.start()].endswith("["):
+                out[-1] = f"{out[-1]}{plain[at : ref.start()]}"
+                out += [number, ""]
+                at = ref.end()
+        out[-1] = f"{out[-1]}{plain[at:]}"
         if span:
             out[-1], last = f"{out[-1]}{span[0]}", span.end()
     return [p for p in out if p != ""]

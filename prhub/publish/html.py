@@ -15,15 +15,16 @@ from markupsafe import Markup, escape
 
 from prhub.model import VERDICTS, PRDigest, WeeklyReport
 from prhub.publish import parts
-from prhub.publish.parts import CODE_SPAN, PR_REF, DigestLink, Links, Text, one_line, visible
+from prhub.publish.parts import CODE_SPAN, DigestLink, Links, Text, linked_pr, one_line, visible
 from prhub.publish.render import TEMPLATES, environment
 from prhub.publish.rows import LabelsView
 from prhub.publish.view import digest_view, tags_view, weekly_view
+from prhub.text import PR_REF
 
 __all__ = ["digest_html", "labels_html", "weekly_html"]
 
 # A code span as render.md() sees it, or a PR reference such as #123 (not part of a word or URL).
-_INLINE = re.compile(rf"{CODE_SPAN.pattern}|{PR_REF.pattern}")
+_INLINE = re.compile(rf"{CODE_SPAN.pattern}|{PR_REF.pattern}", re.ASCII)
 _VERDICT_CLASS = dict(zip(VERDICTS, ("v-deep", "v-skim", "v-skip"), strict=True))
 
 
@@ -76,14 +77,20 @@ def _marked(text: str, pr_url: Callable[[int], str] | None) -> Markup:
         out.append(escape(text[last : match.start()]))
         if match.group(3) is None:
             out.append(Markup("<code>%s</code>") % match.group(2))
-        elif pr_url is None:
+        elif pr_url is None or (number := linked_pr(_reference(match))) is None:
             out.append(escape(match.group(0)))
         else:
-            number = int(match.group(3))
             out.append(_link(number, pr_url(number)))
         last = match.end()
     out.append(escape(text[last:]))
     return Markup("").join(out)
+
+
+def _reference(match: re.Match[str]) -> re.Match[str]:
+    """The PR reference an inline match holds, as text.PR_REF reads it."""
+    found = PR_REF.fullmatch(match.group(0))
+    assert found is not None, match.group(0)
+    return found
 
 
 def _link(number: int, url: str) -> Markup:

@@ -10,12 +10,20 @@ from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import quote, urlsplit
 
+from prhub.text import ref_repo
+
 # Text as a reader sees it, in every format
 
 # A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
-# A PR cited in prose, #123, that is not part of a word, a path, an entity or another number.
-PR_REF = re.compile(r"(?<![A-Za-z0-9_/&#])#(\d+)(?!\d)")
+
+
+def linked_pr(match: re.Match[str]) -> int | None:
+    """The number a PR reference (text.PR_REF) in a report's prose links to: a bare `#123` is
+    the report's repository's; one naming a repository, or a page's address, stays as written."""
+    return None if ref_repo(match) is not None else int(match.group(1))
+
+
 # Everything str.splitlines() breaks at; a paragraph separator also ends a paragraph.
 _BREAK = r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]"
 # Invisible controls that reorder or hide text (bidi overrides and isolates, zero-width

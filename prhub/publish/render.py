@@ -14,8 +14,9 @@ import jinja2
 
 from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import parts
-from prhub.publish.parts import CODE_SPAN, PR_REF, DigestLink, Links, Text, one_line
+from prhub.publish.parts import CODE_SPAN, DigestLink, Links, Text, linked_pr, one_line
 from prhub.publish.view import digest_view, weekly_view
+from prhub.text import PR_REF
 
 __all__ = [
     "code",
@@ -80,11 +81,18 @@ def _linked(text: str, starts_line: bool, ends_text: bool, pr_url: PRUrl | None)
         return _escape(text, starts_line, ends_text)
     out, last = [], 0
     for match in PR_REF.finditer(text):
+        if (number := linked_pr(match)) is None:
+            continue
         out += [_escape(text[last : match.start()], starts_line and last == 0, False)]
-        out.append(_pr_link(int(match.group(1)), pr_url))
+        out.append(_pr_link(number, pr_url))
         last = match.end()
     out.append(_escape(text[last:], starts_line and last == 0, ends_text))
     return "".join(out)
+
+
+def _linked_words(match: re.Match[str], pr_url: PRUrl) -> str:
+    number = linked_pr(match)
+    return match.group(0) if number is None else _pr_link(number, pr_url)
 
 
 def _pr_link(number: int, pr_url: PRUrl) -> str:
@@ -134,7 +142,7 @@ def md_text(x: Text, table: bool = False, links: Links | None = None) -> str:
         case parts.Tag():
             return md(x.text, table=table)
         case parts.Words() if pr_url:
-            return PR_REF.sub(lambda m: _pr_link(int(m.group(1)), pr_url), x.text)
+            return PR_REF.sub(lambda m: _linked_words(m, pr_url), x.text)
         case parts.Words():
             return x.text
         case parts.Code():

@@ -34,7 +34,7 @@ from prhub.publish.parts import (
 )
 from prhub.publish.rows import KeyRow, key_rows
 from prhub.tags import tag_name
-from prhub.text import NUMBER
+from prhub.text import cited
 from prhub.weekly.prose import author_highlight, author_line, fact_headlines, figures, risks
 
 
@@ -82,9 +82,9 @@ def headline(risk: str) -> str:
     else:
         end = next((m.start() for m in _CLAUSE.finditer(masked) if m.start() >= 8), len(text))
         short = text[:end] if end <= SHORT else _cut(text)
-    left = [n for n in dict.fromkeys(NUMBER.findall(text)) if f"#{n}" not in short]
-    cited = "（" + "、".join(f"#{n}" for n in left) + "）" if left else ""
-    return short.rstrip() + cited + ("" if short.endswith("…") and not cited else "。")
+    left = [n for n in cited(text) if f"#{n}" not in short]
+    also = "（" + "、".join(f"#{n}" for n in left) + "）" if left else ""
+    return short.rstrip() + also + ("" if short.endswith("…") and not also else "。")
 
 
 def _cut(text: str) -> str:

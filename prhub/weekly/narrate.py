@@ -15,7 +15,7 @@ from prhub.llm.prompt import MARGIN, task_prompt
 from prhub.model import Drop, KeyPRNote, PRDigest, Trend, Usage, WeeklyFacts, WeeklyNarrative
 from prhub.prepare.redact import scrub_reply
 from prhub.prepare.tokens import count
-from prhub.text import NUMBER, PR_COUNT, sentences
+from prhub.text import PR_COUNT, PR_REF, cited, sentences
 from prhub.weekly.prose import figures, lead, top_authors
 
 log = logging.getLogger("prhub")
@@ -303,11 +303,11 @@ def fact_counts(facts: WeeklyFacts) -> set[int]:
 
 def credits_wrongly(text: str, changed: dict[int, set[str]], own: int | None = None) -> bool:
     """Whether `text` cites PRs (or is the row of PR `own`) and a path none of them changed."""
-    cited = {int(n) for n in NUMBER.findall(text)} | ({own} if own is not None else set())
+    numbers = {*cited(text), *({own} if own is not None else set())}
     paths = [*files(text), *(s.strip() for s in SPAN.findall(text) if "/" in s or files(s))]
-    if not cited or not paths or not cited <= changed.keys():
+    if not numbers or not paths or not numbers <= changed.keys():
         return False
-    theirs = {p for n in cited for p in changed[n]}
+    theirs = {p for n in numbers for p in changed[n]}
     return not all(any(names(p, path) for p in theirs) for path in paths)
 
 
@@ -329,7 +329,7 @@ def ground_weekly(
         if changed is not None and credits_wrongly(text, changed, own):
             drops.append(Drop(field=field, text=text.strip(), reason="mentioned_as_changed"))
             return None
-        left, gone = excise(text, NUMBER, lambda m: int(m.group(1)) in week)
+        left, gone = excise(text, PR_REF, lambda m: int(m.group(1)) in week)
         if left is not None:
             left, counts = excise(left, PR_COUNT, lambda m: int(m.group(1)) in figures)
             gone += counts

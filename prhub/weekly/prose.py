@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection
 
 from prhub.model import AuthorCount, Revert, WeeklyFacts
-from prhub.text import NUMBER
+from prhub.text import cited
 
 # One author stands out with at least this many PRs and this share of the week, alone at the top.
 CONCENTRATION = 0.15
@@ -132,5 +132,5 @@ def _few(numbers: list[int], most: int = 5) -> str:
 
 def risks(written: list[str], f: WeeklyFacts) -> list[str]:
     """The model's risks, then the facts' line for each flagged PR none of them cites."""
-    cited = {int(n) for text in written for n in NUMBER.findall(text)}
-    return [*written, *fact_risks(f, cited)]
+    numbers = {n for text in written for n in cited(text)}
+    return [*written, *fact_risks(f, numbers)]

@@ -29,3 +29,42 @@ def test_sentences_split_at_end_marks_and_give_the_text_back(text, expected):
 def test_pr_count_reads_the_number_of_prs_a_sentence_states(text, count):
     found = PR_COUNT.search(text)
     assert (int(found[1]) if found else None) == count
+
+
+@pytest.mark.parametrize(
+    ("text", "refs"),
+    [
+        ("see #12 and #13.", [("#12", None), ("#13", None)]),
+        ("修复#7227（见 #7232）", [("#7227", None), ("#7232", None)]),
+        ("volcengine/verl#7227", [("volcengine/verl#7227", "volcengine/verl")]),
+        ("https://github.com/o/r/pull/55/files", [("https://github.com/o/r/pull/55", "o/r")]),
+        (
+            "https://ghe.example:8443/o/r/issues/9",
+            [("https://ghe.example:8443/o/r/issues/9", "o/r")],
+        ),
+        ("C#12, a#1, &#123; docs/#12 ##4 v1.2#3", []),
+    ],
+)
+def test_one_rule_says_what_a_pr_reference_is(text, refs):
+    from prhub.text import PR_REF, ref_repo
+
+    assert [(m.group(0), ref_repo(m)) for m in PR_REF.finditer(text)] == refs
+
+
+def test_grounding_rendering_and_the_brief_read_references_alike():
+    """A qualified reference is cited for grounding and left as text by the renderers; `C#12`
+    is neither; a bare #N is both."""
+    from prhub.publish.brief import pieces
+    from prhub.publish.html import html_text
+    from prhub.publish.parts import links
+    from prhub.publish.render import md
+    from prhub.text import cited
+
+    text = "与 #7 和 volcengine/verl#8 有关，C#12 不算。"
+    assert cited(text) == [7, 8]
+    assert md(text, pr_url=lambda n: f"u/{n}") == (
+        "与 [#7](u/7) 和 volcengine/verl#8 有关，C#12 不算。"
+    )
+    page = str(html_text(text, links("o/r", {})))
+    assert page.count("<a ") == 1 and 'href="https://github.com/o/r/pull/7"' in page
+    assert [p for p in pieces(text) if isinstance(p, int)] == [7]

@@ -445,11 +445,11 @@ def test_an_unknown_number_takes_its_sentence_unless_a_clause_only_points_at_it(
 )
 def test_excise_keeps_a_sentence_only_when_what_is_cut_was_a_clause_of_its_own(text, left):
     from prhub.digest.ground import excise
-    from prhub.text import NUMBER
+    from prhub.text import PR_REF
 
-    kept, gone = excise(text, NUMBER, lambda m: m.group(0) == "#7")
+    kept, gone = excise(text, PR_REF, lambda m: m.group(0) == "#7")
     assert kept == left
-    assert gone == [f"#{n}" for n in NUMBER.findall(text) if n != "7"]
+    assert gone == [f"#{n}" for n in PR_REF.findall(text) if n != "7"]
 
 
 def test_a_title_only_correction_keeps_the_drops_made_on_the_first_reply(llm, caplog):
