@@ -12,6 +12,8 @@ from prhub.model import Comment, FileChange, PullRequest, Review
 from prhub.text import cited
 
 Kind = Literal["review", "inline", "conversation"]
+
+
 def references(text: str, own: int | None = None) -> list[int]:
     """Issue and PR numbers a text refers to ("fixes #12", "#34", a GitHub URL), in order."""
     return [n for n in cited(text or "") if n != own]
