@@ -153,10 +153,10 @@ def call(
 
     def wait(state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        hint = classify(exc) if exc else None
+        hint: float | None = classify(exc) if exc else None
         if hint:
             return hint
-        backoff = settings.retry_base_wait * 2 ** (state.attempt_number - 1)
+        backoff = settings.retry_base_wait * 2.0 ** (state.attempt_number - 1)
         return min(backoff * (1 + random.random() / 2), settings.max_retry_wait)
 
     def before_sleep(state: tenacity.RetryCallState) -> None:

@@ -71,7 +71,7 @@ class Display:
             above = _Above(self.bar.console)
             for handler in logging.getLogger().handlers:
                 if isinstance(handler, logging.StreamHandler) and handler.stream is self.stream:
-                    handler.setStream(above)  # type: ignore[arg-type]
+                    handler.setStream(above)
                     self._moved.append(handler)
 
     def __call__(self, stage: str, done: int, total: int) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
@@ -45,6 +45,8 @@ SMALLEST_WINDOW = timedelta(minutes=2)
 # concurrent requests from one token with its secondary rate limit, and prhub's time goes to
 # the LLM anyway. A fixed bound, not a setting: no value above it is safe to offer.
 GITHUB_IN_FLIGHT = 4
+
+T = TypeVar("T")
 
 
 def connect(
@@ -170,11 +172,12 @@ class GitHubSource:
                 _, data = self.client.requester.requestJsonAndCheck(
                     "GET", f"/repos/{repo}/contents/.gitattributes"
                 )
+                found: dict[str, Any] = data
             except GithubException as exc:
                 if exc.status == 404:
                     return {"type": "none"}
                 raise
-            return data
+            return found
 
         content = self._call(fetch, f"fetching .gitattributes of {repo}", repo=repo)
         return attributes_text(repo, content)
@@ -243,7 +246,7 @@ class GitHubSource:
         )
         self.budget.plan(needed, what)
 
-    def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
+    def _call(self, fn: Callable[[], T], what: str, *, repo: str, number: int | None = None) -> T:
         """`fn` under the retry policy, waiting out GitHub's rate limits (as long as allowed);
         a failure leaves as a PrhubError."""
         while True:
@@ -252,7 +255,9 @@ class GitHubSource:
             except Limited as limited:
                 self.budget.wait(limited, what, self.stop_token, self.countdown)
 
-    def _attempts(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
+    def _attempts(
+        self, fn: Callable[[], T], what: str, *, repo: str, number: int | None = None
+    ) -> T:
         try:
             # Each GitHub retry is a line without --verbose: a slow GitHub is not silent.
             return retry.call(
@@ -397,4 +402,4 @@ def same_time(a: str | None, b: Any) -> bool:
 def version(payload: dict[str, Any]) -> str:
     """What identifies a pull payload's content, as PullRequest.version does."""
     head = (payload.get("head") or {}).get("sha", "")
-    return (payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head
+    return str((payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head)

@@ -56,7 +56,8 @@ def example(schema: type[BaseModel]) -> dict[str, Any]:
             return f"<{note}，{word}>" if note else f"<{word}>"
         return f"<{note or '文字'}>"
 
-    return value(root)
+    made: dict[str, Any] = value(root)
+    return made
 
 
 def example_text(schema: type[BaseModel]) -> str:
