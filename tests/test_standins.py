@@ -281,7 +281,7 @@ def test_trickled_and_chunked_answers(github: GitHubStandIn) -> None:
     assert time.monotonic() - start > 0.4
     chunked = raw(github, "/repos/acme/rocket/pulls/101")
     assert chunked.json() == [7] and "Content-Length" not in chunked.headers
-    with GitHubStandIn(DATA, trickle=0.01) as slow:  # a trickle in every answer
+    with GitHubStandIn(DATA, trickle=0.0005) as slow:  # a trickle in every answer
         assert raw(slow, "/repos/acme/rocket/pulls/104").json()["number"] == 104
 
 

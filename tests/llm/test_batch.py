@@ -3,7 +3,6 @@ and batches endpoints), are collected by the next run, and make the report an on
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 import sqlite3
@@ -15,6 +14,7 @@ import pytest
 
 from prhub.llm.batch import Waiting, request_key
 from prhub.llm.batch_api import jsonl
+from tests.conftest import collect
 from tests.factories import (
     GITHUB_TOKEN,
     OPENAI_KEY,
@@ -42,7 +42,7 @@ def llm() -> Iterator[BatchStandIn]:
     with BatchStandIn(api_key=OPENAI_KEY) as server:
         server.responder = responder
         yield server
-        gc.collect()  # a client left open now fails the test that leaked it
+        collect()  # a client left open now fails the test that leaked it
     assert not server.errors, server.errors
 
 
