@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from prhub.config import default_store
 from prhub.errors import StoreError
+from prhub.logmask import hidden
 from prhub.model import ChunkNotes, PRDigest, PullRequest, Usage
 from prhub.store.migrations import MIGRATIONS
 from prhub.weekly.report import WeeklyNarrative, WeeklyReport
@@ -410,7 +411,8 @@ class Store:
                     tokens_in,
                     tokens_out,
                     calls,
-                    json.dumps(listed, ensure_ascii=False, default=str),
+                    # A server's words are in errors: what they echoed of a secret is not kept.
+                    hidden(json.dumps(listed, ensure_ascii=False, default=str)),
                     run_id,
                 ),
             )
