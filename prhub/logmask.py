@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
-from typing import IO
+from typing import IO, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 _SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.I)
@@ -25,11 +25,31 @@ _hidden: set[str] = set()
 
 
 def hide(secret: str) -> None:
-    """Masks `secret` from now on: in every log line, error and record (`hidden`), also as a
-    server may echo it percent-encoded or in a Basic credential."""
+    """Masks `secret` from now on: in every log record any library makes, every error and
+    record (`hidden`), also as a server may echo it percent-encoded."""
     for form in (secret, quote(secret, safe=""), quote(secret), unquote(secret)):
         if len(form) >= 8:  # a short one would mask ordinary words
             _hidden.add(form)
+    if logging.getLogRecordFactory() is not _record:
+        global _made
+        _made = logging.getLogRecordFactory()
+        logging.setLogRecordFactory(_record)
+
+
+_made = logging.getLogRecordFactory()
+
+
+def _record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    """A log record as any logger makes it, without the secrets prhub knows: so no handler,
+    prhub's or another's, ever holds one."""
+    record = _made(*args, **kwargs)
+    try:
+        message = record.getMessage()
+    except Exception:  # arguments that do not fit the format: logging reports it
+        return record
+    if (masked := hidden(message)) != message:
+        record.msg, record.args = masked, None
+    return record
 
 
 def hide_url(url: str | None, *, whole: bool = False) -> None:
