@@ -74,9 +74,7 @@ def test_no_secret_a_server_echoes_reaches_any_output_log_file_or_store(
     monkeypatch.chdir(tmp_path)
     caplog.set_level(logging.INFO)  # what --verbose shows
     store = tmp_path / "store.db"
-    env = cli_env(
-        github, f"{llm.url}?api-key={QUERY_KEY}", store, PRHUB_REPO="acme/rocket"
-    )
+    env = cli_env(github, f"{llm.url}?api-key={QUERY_KEY}", store, PRHUB_REPO="acme/rocket")
     results: list[Result] = []
 
     def run(*args: str, **extra: str) -> None:

@@ -20,7 +20,7 @@ from prhub import pipeline
 from prhub.errors import Interrupted
 from prhub.llm.batch import Waiting
 from prhub.store.batches import BatchBook
-from tests.factories import OPENAI_KEY, assert_ok, process_env, prhub, responder, settings
+from tests.factories import OPENAI_KEY, assert_ok, prhub, process_env, responder, settings
 from tests.standins.batch import BatchStandIn
 
 WEEK = ("weekly", "--week", "31", "--year", "2026", "--batch")
@@ -56,9 +56,7 @@ def made(server: BatchStandIn) -> tuple[int, int]:
         ("POST /v1/files", "hold"),
     ],
 )
-def test_a_lost_answer_over_four_runs_makes_one_batch(
-    env, llm, tmp_path, caplog, request_, kind
-):
+def test_a_lost_answer_over_four_runs_makes_one_batch(env, llm, tmp_path, caplog, request_, kind):
     llm.lose(request_, *[kind] * 20)  # every answer to it, in every run
     env = {**env, "PRHUB_MAX_ATTEMPTS": "5", "PRHUB_TIMEOUT": "0.3"}
     results = [prhub(env, *WEEK) for _ in range(4)]
