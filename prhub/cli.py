@@ -401,8 +401,10 @@ def import_(
     except PrhubError as exc:
         _fail(exc)
     for line in done.problems:
-        typer.echo(f"prhub: skipped {line}", err=True)
+        typer.echo(f"prhub: refused {line}", err=True)
     typer.echo(f"prhub: {done.summary()}", err=True)
+    if refused := done.refused():
+        _fail(refused)
 
 
 @app.command(cls=Command)
