@@ -303,6 +303,7 @@ def _week(
         for line in posted.done:
             display.line(line)
         failed = posted.failed
+        pipeline.post_failed(settings, run.run_id, failed)
     for exc in failed:
         typer.echo(f"prhub: error: {exc}", err=True)
     output.fail_partly(report)

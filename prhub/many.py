@@ -160,7 +160,7 @@ def _weekly(
                 if (
                     s.discuss or s.notify
                 ):  # its section's or the flags', after its report is written
-                    _post(outcome, s, clients, fmt, display)
+                    _post(outcome, s, clients, fmt, display, run.run_id)
                 output.fail_partly(outcome.report)
             else:  # batch mode: what it waits for
                 outcome.waiting = result.line()
@@ -191,7 +191,12 @@ def _summed(
 
 
 def _post(
-    outcome: Outcome, s: Settings, clients: Clients, fmt: Format, display: progress.Display
+    outcome: Outcome,
+    s: Settings,
+    clients: Clients,
+    fmt: Format,
+    display: progress.Display,
+    run_id: int,
 ) -> None:
     """Posts a repository's week as its settings ask; a failed post fails the repository."""
     assert outcome.report is not None
@@ -203,6 +208,7 @@ def _post(
     for line in posted.done:
         display.line(line)
     if posted.failed:
+        clients.store(s).run_failed(run_id, [str(e) for e in posted.failed], "post")
         raise PostError("; ".join(map(str, posted.failed)))
 
 

@@ -99,6 +99,11 @@ class Run:
         self._repo_lock = threading.Lock()
         self._named = False  # whether settings.repo is GitHub's spelling yet
 
+    @property
+    def run_id(self) -> int:
+        """The run's record in the store (0 before it starts)."""
+        return self._run_id
+
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
         tokens.warm(self.settings.encoding)
@@ -521,6 +526,13 @@ def build_site(
         raise EmptySite(f"there is no store at {path}: run prhub weekly first, or pass --store")
     with closing(Store(path)) as store:
         return site.build(settings, store, out, repos, pdf)
+
+
+def post_failed(settings: Settings, run_id: int, failed: list[PrhubError]) -> None:
+    """Records in the run's record that posting its week failed: `prhub runs` shows it."""
+    if failed and run_id:
+        with closing(Store(settings.store)) as store, suppress(StoreError):
+            store.run_failed(run_id, [str(e) for e in failed], "post")
 
 
 def post(settings: Settings, report: WeeklyReport) -> Posted:

@@ -417,6 +417,15 @@ class Store:
                 ),
             )
 
+    def run_failed(self, run_id: int, errors: Sequence[str], stage: str) -> None:
+        """Adds errors met after a run ended (posting its week, `stage`) to its record."""
+        with self._tx() as db:
+            row = db.execute("SELECT errors FROM runs WHERE id = ?", (run_id,)).fetchone()
+            listed = [*json.loads(row[0] if row and row[0] else "[]")]
+            listed += [{"error": error, "stage": stage} for error in errors]
+            text = hidden(json.dumps(listed, ensure_ascii=False))
+            db.execute("UPDATE runs SET errors = ? WHERE id = ?", (text, run_id))
+
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest runs, newest first, with counts and errors decoded."""
         with self._tx() as db:
