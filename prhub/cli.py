@@ -113,6 +113,16 @@ def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
     return settings
 
 
+def _posting(settings: Settings) -> Settings:
+    """`settings`, once what `weekly` will post to is known: a webhook of no host prhub knows
+    and no --notify-format is refused before any work."""
+    if settings.notify is not None:
+        from prhub.publish import notify
+
+        notify.kind(settings.notify.get_secret_value(), settings.notify_format)
+    return settings
+
+
 def _fail(exc: PrhubError) -> NoReturn:
     typer.echo(f"prhub: error: {exc}", err=True)
     raise typer.Exit(exc.exit_code)
@@ -197,7 +207,7 @@ def weekly(
         if all_repos:
             _all_repos(options, chosen, out, dry_run)
             return
-        settings = _settings(options)
+        settings = _posting(_settings(options))
         from prhub import pipeline, progress
         from prhub.publish import output
 
@@ -226,12 +236,12 @@ def _all_repos(options: dict[str, Any], chosen: Any, out: str | None, dry_run: b
             )
     from prhub import many, progress
 
-    settings = _settings(options, runs=False)
+    settings = _posting(_settings(options, runs=False))
     for line in progress.notices(settings):
         typer.echo(f"prhub: {line}", err=True)
     many.weekly_all(
         settings,
-        lambda name: _settings({**options, "repo": name}, runs=False),
+        lambda name: _posting(_settings({**options, "repo": name}, runs=False)),
         {n: options[n] for n in WINDOW_FLAGS},
         chosen,
         quiet=options["quiet"],

@@ -201,7 +201,7 @@ class GitHubSource:
             if not halve or small:
                 raise GitHubUnavailable(
                     f"GitHub's search for PRs of {repo} merged {window} stayed incomplete "
-                    f"({exc}) after retries and halving: rerun later"
+                    f"after retries and halving ({exc.why}): rerun later"
                 ) from None
             return self._search(repo, lo, middle, False) + self._search(repo, middle, hi, False)
         if hits is not None:
@@ -230,7 +230,8 @@ class GitHubSource:
         if listed < counted:  # part of the week: searched again in halves, else an error
             raise IncompleteSearch(
                 f"GitHub's search for PRs of {repo} merged {window} counted {counted} "
-                f"but listed {listed}"
+                f"but listed {listed}",
+                f"it counted {counted} but listed {listed}",
             )
         return hits
 
