@@ -114,12 +114,10 @@ def _settings(options: dict[str, Any], *, runs: bool = True) -> Settings:
 
 
 def _posting(settings: Settings) -> Settings:
-    """`settings`, once what `weekly` will post to is known: a webhook of no host prhub knows
-    and no --notify-format is refused before any work."""
-    if settings.notify is not None:
-        from prhub.publish import notify
+    """`settings`, once what `weekly` will post to is known (refused before any work)."""
+    from prhub import pipeline
 
-        notify.kind(settings.notify.get_secret_value(), settings.notify_format)
+    pipeline.check_posts(settings)
     return settings
 
 

@@ -33,6 +33,7 @@ from prhub.model import PRDigest, PullRequest, Usage
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
+from prhub.publish import notify
 from prhub.publish.post import Posted, post_week
 from prhub.store.keys import digest_key, narrative_key
 from prhub.store.modes import explicit_mode
@@ -526,6 +527,12 @@ def build_site(
         raise EmptySite(f"there is no store at {path}: run prhub weekly first, or pass --store")
     with closing(Store(path)) as store:
         return site.build(settings, store, out, repos, pdf)
+
+
+def check_posts(settings: Settings) -> None:
+    """Refuses, before any work, a webhook of no host prhub knows without --notify-format."""
+    if settings.notify is not None:
+        notify.kind(settings.notify.get_secret_value(), settings.notify_format)
 
 
 def post_failed(settings: Settings, run_id: int, failed: list[PrhubError]) -> None:

@@ -28,6 +28,9 @@ from prhub.model import Usage
 from prhub.text import plural
 
 log = logging.getLogger("prhub")
+# Seconds after which a send the provider holds no batch of is forgotten: a run sending it
+# now would have recorded it long since.
+STALE = 86_400.0
 
 
 class Deferred(Exception):  # noqa: N818 (a request put off, not an error)
@@ -259,11 +262,12 @@ class Batched(LLM):
             if found := self._made(sent):
                 with signals_held():
                     self.book.submitted(found, requests)
-                waiting.add(found)
+                if requests.keys() & held.keys():
+                    waiting.add(found)
                 held = {k: b for k, b in held.items() if k not in requests}
             elif sent.ident == batch_api.identity(held):
                 maybe_made = True  # its upload may be there, to be found by its name
-            else:
+            elif time.time() - sent.since > STALE:  # younger, it may be another run's, sending
                 self.book.unsend(sent.ident)
         if held:
             batch_id = self._dispatch(held, repo, maybe_made)
