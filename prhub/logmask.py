@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+from collections.abc import Callable
 from typing import IO, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
@@ -30,19 +31,19 @@ def hide(secret: str) -> None:
     for form in (secret, quote(secret, safe=""), quote(secret), unquote(secret)):
         if len(form) >= 8:  # a short one would mask ordinary words
             _hidden.add(form)
-    if logging.getLogRecordFactory() is not _record:
-        global _made
+    global _made
+    if _made is None:  # once: a factory set since wraps this one, and must stay on top
         _made = logging.getLogRecordFactory()
         logging.setLogRecordFactory(_record)
 
 
-_made = logging.getLogRecordFactory()
+_made: Callable[..., logging.LogRecord] | None = None  # the factory before prhub's
 
 
 def _record(*args: Any, **kwargs: Any) -> logging.LogRecord:
     """A log record as any logger makes it, without the secrets prhub knows: so no handler,
     prhub's or another's, ever holds one."""
-    record = _made(*args, **kwargs)
+    record = (_made or logging.LogRecord)(*args, **kwargs)
     try:
         message = record.getMessage()
     except Exception:  # arguments that do not fit the format: logging reports it
@@ -54,7 +55,8 @@ def _record(*args: Any, **kwargs: Any) -> logging.LogRecord:
 
 def hide_url(url: str | None, *, whole: bool = False) -> None:
     """Masks a URL's password and key-like query values; `whole` (a webhook's URL, which is
-    its credential) also the URL itself, its path and query, and each part of them."""
+    its credential) also the URL itself, its path with its query, every query value and the
+    path's last part."""
     if not url:
         return
     if (found := login(url)) is not None and ":" in found:

@@ -115,7 +115,7 @@ def submit(
                 lambda: client.files.create(
                     file=(name, data, "application/jsonl"), purpose="batch"
                 ),
-                lambda: _find_file(client, sending, len(data)),
+                lambda: find_file(client, sending, len(data)),
                 maybe_made,
             ),
             settings,
@@ -191,7 +191,7 @@ def find(client: openai.OpenAI, sending: Sending) -> str | None:
     return None
 
 
-def _find_file(client: openai.OpenAI, sending: Sending, size: int) -> str | None:
+def find_file(client: openai.OpenAI, sending: Sending, size: int) -> str | None:
     """The id of the file `sending`'s requests were uploaded as, by its name and size."""
     name = file_name(sending.ident)
     pages = _listed(

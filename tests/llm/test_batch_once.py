@@ -239,3 +239,34 @@ def test_two_output_lines_for_one_request_are_a_loud_error(env, llm, tmp_path, s
     assert [line["custom_id"] for line in llm.inputs[second]] == [doubled]
     assert_ok(prhub(env, *WEEK))
     assert (tmp_path / REPORT).exists()
+
+
+# The look itself: every page of what the provider lists, by identity or by the upload's name.
+
+
+def test_the_look_follows_every_page_to_the_batch_and_the_file_made(llm):
+    from prhub.llm.batch_api import Sending, file_name, find, find_file
+
+    client = openai.OpenAI(api_key=OPENAI_KEY, base_url=llm.url, max_retries=0)
+    ours = Sending("a" * 32, "run1", 0.0)
+    data = b'{"custom_id": "k", "method": "POST", "url": "/v1/chat/completions", "body": {}}\n'
+    mine = client.files.create(file=(file_name(ours.ident), data), purpose="batch")
+    made = client.batches.create(
+        input_file_id=mine.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata={"prhub_requests": ours.ident, "prhub_run": "run1"},
+    )
+    for n in range(230):  # newer than ours: it is on the third page of a hundred
+        other = client.files.create(file=(f"other-{n}.jsonl", data), purpose="batch")
+        client.batches.create(
+            input_file_id=other.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+    looked = len(llm.requests)
+    assert find(client, ours) == made.id
+    assert find_file(client, ours, len(data)) == mine.id
+    assert find_file(client, ours, len(data) + 1) is None  # another file of that name
+    assert find(client, Sending("b" * 32, "run2", 0.0)) is None
+    asked = [r["path"] for r in llm.requests[looked:]]
+    assert asked.count("/v1/batches") == 3 + 3 and asked.count("/v1/files") == 3 + 3
+    client.close()
