@@ -55,8 +55,8 @@ def _record(*args: Any, **kwargs: Any) -> logging.LogRecord:
 
 def hide_url(url: str | None, *, whole: bool = False) -> None:
     """Masks a URL's password and key-like query values; `whole` (a webhook's URL, which is
-    its credential) also the URL itself, its path with its query, every query value and the
-    path's last part."""
+    its credential) also its path with its query, every query value and the path's last
+    part."""
     if not url:
         return
     if (found := login(url)) is not None and ":" in found:
@@ -74,8 +74,7 @@ def hide_url(url: str | None, *, whole: bool = False) -> None:
     for key, value in values:
         if whole or _SECRET_PARAM.search(key):
             hide(value)
-    if whole:
-        hide(url)
+    if whole:  # the host stays shown: a line names the webhook without its credential
         hide(url.split(parts.netloc, 1)[-1])  # path and query, as "Cannot POST /…" echoes them
         hide(parts.path.rsplit("/", 1)[-1])  # a token as the path's last part (Feishu, Slack)
 
