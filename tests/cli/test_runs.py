@@ -25,3 +25,15 @@ def test_a_run_whose_post_failed_is_listed_as_such(env, llm):
         "(200, code 300005: token is not exist)"
     )
     assert "expired0000token" not in listed.stdout
+
+
+def test_a_repository_of_weekly_all_whose_post_failed_is_listed_as_such(env, llm, tmp_path):
+    llm.responder = responder
+    (tmp_path / "prhub.toml").write_text('repos = ["acme/rocket"]\n')
+    with WebhookStandIn("wecom") as hook:
+        wrong = hook.hook.replace(SECRET, "expired0000token")
+        run = {**env, "PRHUB_REPO": None, "PRHUB_NOTIFY": wrong, "PRHUB_NOTIFY_FORMAT": "wecom"}
+        failed = prhub(run, *WEEK, "--all")
+    assert failed.exit_code == 19, failed.stderr
+    newest = prhub(env, "runs").stdout.splitlines()[0]
+    assert " · post failed: the WeCom webhook http://127.0.0.1/… refused " in newest
