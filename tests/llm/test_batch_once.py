@@ -244,9 +244,11 @@ def test_two_output_lines_for_one_request_are_a_loud_error(env, llm, tmp_path, s
 # The look itself: every page of what the provider lists, by identity or by the upload's name.
 
 
-def test_the_look_follows_every_page_to_the_batch_and_the_file_made(llm):
+def test_the_look_follows_every_page_to_the_batch_and_the_file_made(llm, monkeypatch):
+    from prhub.llm import batch_api
     from prhub.llm.batch_api import Sending, file_name, find, find_file
 
+    monkeypatch.setattr(batch_api, "PAGE", 10)  # pages of ten, as a busy account's of a hundred
     client = openai.OpenAI(api_key=OPENAI_KEY, base_url=llm.url, max_retries=0)
     ours = Sending("a" * 32, "run1", 0.0)
     data = b'{"custom_id": "k", "method": "POST", "url": "/v1/chat/completions", "body": {}}\n'
@@ -257,7 +259,7 @@ def test_the_look_follows_every_page_to_the_batch_and_the_file_made(llm):
         completion_window="24h",
         metadata={"prhub_requests": ours.ident, "prhub_run": "run1"},
     )
-    for n in range(230):  # newer than ours: it is on the third page of a hundred
+    for n in range(23):  # newer than ours: it is on the third page
         other = client.files.create(file=(f"other-{n}.jsonl", data), purpose="batch")
         client.batches.create(
             input_file_id=other.id, endpoint="/v1/chat/completions", completion_window="24h"
