@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
+from prhub import logmask
 from prhub.defaults import DEFAULTS, OPENAI_URL, BatchCorrections, NotifyFormat, ResponseMode
 from prhub.errors import ConfigError
 from prhub.logmask import login, shown_url
@@ -215,6 +216,15 @@ class Settings(BaseModel):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return value
+
+    def model_post_init(self, _: Any) -> None:
+        # Whatever a server echoes of these is masked in every line and record (logmask).
+        for secret in (self.github_token, self.openai_api_key):
+            if secret is not None:
+                logmask.hide(secret.get_secret_value())
+        logmask.hide_url(self.notify.get_secret_value() if self.notify else None, whole=True)
+        for url in (self.github_url, self.openai_base_url):
+            logmask.hide_url(url)
 
     def require_repo(self) -> str:
         """The repository, or a ConfigError saying how to set it."""

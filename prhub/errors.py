@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
+
+from prhub.logmask import hidden
 
 
 class PrhubError(Exception):
     """An error the user can act on: the message says what failed and what to do."""
 
     exit_code = 1
+
+    def __init__(self, message: Any = "", *args: Any) -> None:
+        # A server's words go into many messages: what it echoed of a secret never shows.
+        super().__init__(hidden(message) if isinstance(message, str) else message, *args)
 
 
 class ConfigError(PrhubError):
@@ -117,6 +124,12 @@ class PostError(PrhubError):
     """The week's discussion or chat message could not be posted; the report was written."""
 
     exit_code = 19
+
+
+class ImportRefused(PrhubError):
+    """`prhub import` refused files that claim to be prhub's; the valid ones were imported."""
+
+    exit_code = 20
 
 
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:

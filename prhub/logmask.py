@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
-from typing import IO
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from collections.abc import Callable
+from typing import IO, Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 _SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.I)
 # A URL up to the first character that cannot be part of one in a log line.
@@ -18,21 +20,83 @@ _PAIR = re.compile(
 )
 
 
-# Secrets no pattern tells apart, such as a webhook's URL, whose path is its credential.
+# The secrets prhub was given (token, key, webhook URLs, passwords in URLs), as they may come
+# back: whatever a server echoes of them is masked in every line and record prhub writes.
 _hidden: set[str] = set()
 
 
 def hide(secret: str) -> None:
-    """Masks `secret` in every log line from now on."""
-    if len(secret) >= 8:  # a short one would mask ordinary words
-        _hidden.add(secret)
+    """Masks `secret` from now on: in every log record any library makes, every error and
+    record (`hidden`), also as a server may echo it percent-encoded."""
+    for form in (secret, quote(secret, safe=""), quote(secret), unquote(secret)):
+        if len(form) >= 8:  # a short one would mask ordinary words
+            _hidden.add(form)
+    global _made
+    if _made is None:  # once: a factory set since wraps this one, and must stay on top
+        _made = logging.getLogRecordFactory()
+        logging.setLogRecordFactory(_record)
+
+
+_made: Callable[..., logging.LogRecord] | None = None  # the factory before prhub's
+
+
+def _record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    """A log record as any logger makes it, without the secrets prhub knows: so no handler,
+    prhub's or another's, ever holds one."""
+    record = (_made or logging.LogRecord)(*args, **kwargs)
+    try:
+        message = record.getMessage()
+    except Exception:  # arguments that do not fit the format: logging reports it
+        return record
+    if (masked := hidden(message)) != message:
+        record.msg, record.args = masked, None
+    return record
+
+
+def hide_url(url: str | None, *, whole: bool = False) -> None:
+    """Masks a URL's password and key-like query values; `whole` (a webhook's URL, which is
+    its credential) also its path with its query, every query value and the path's last
+    part."""
+    if not url:
+        return
+    if (found := login(url)) is not None and ":" in found:
+        hide(found.split(":", 1)[1])
+        hide(base64.b64encode(unquote(found).encode()).decode())  # as Basic auth sends it
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    if parts is None:
+        if whole:
+            hide(url)
+        return
+    values = parse_qsl(parts.query, keep_blank_values=True)
+    for key, value in values:
+        if whole or _SECRET_PARAM.search(key):
+            hide(value)
+    if whole:  # the host stays shown: a line names the webhook without its credential
+        hide(url.split(parts.netloc, 1)[-1])  # path and query, as "Cannot POST /…" echoes them
+        hide(parts.path.rsplit("/", 1)[-1])  # a token as the path's last part (Feishu, Slack)
+
+
+def secrets() -> list[str]:
+    """Every secret prhub knows, in each form it may come back in, longest first."""
+    return sorted(_hidden, key=len, reverse=True)
+
+
+def hidden(text: str) -> str:
+    """`text` with every secret prhub knows masked, wherever it stands and however it is
+    quoted: what goes into an error line, a log line or a record."""
+    for secret in secrets():
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
 
 
 def mask(text: str) -> str:
     """`text` with each hidden secret masked, each URL shown as config.shown_url shows it and
     key-like values masked."""
-    for secret in sorted(_hidden, key=len, reverse=True):
-        text = text.replace(secret, "***")
+    text = hidden(text)
     text = _URL.sub(lambda m: shown_url(m.group()) or m.group(), text)
     return _PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
 

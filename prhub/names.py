@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from prhub.text import PR_REF, ref_repo
 
@@ -65,3 +66,29 @@ def git_origin(cwd: Path) -> str | None:
         return None  # no git, or not a directory git can read
     match = _URL.fullmatch(done.stdout.strip()) if done.returncode == 0 else None
     return match["repo"] if match else None
+
+
+def web_host(api_url: str) -> str:
+    """The host of GitHub's pages for its API at `api_url`: github.com for api.github.com and
+    for anything else that serves its API (a proxy, a mirror), NAME.ghe.com for api.NAME.ghe.com,
+    and the API's own host for GitHub Enterprise Server, whose API is under /api/v3."""
+    try:
+        parts = urlsplit(api_url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return "github.com"
+    if host.startswith("api.") and host.endswith(".ghe.com"):
+        return host.removeprefix("api.")
+    if parts.path.rstrip("/").lower().endswith("/api/v3") and host:
+        return host
+    return "github.com"
+
+
+def on_github(url: str, api_url: str) -> bool:
+    """Whether `url` is a page of the GitHub that `api_url` serves, over https."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return False
+    return parts.scheme == "https" and host == web_host(api_url) and not parts.username

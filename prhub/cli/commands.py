@@ -1,15 +1,14 @@
-"""Typer commands: parse, build the settings, call one `run.commands` function, print its
+"""The commands that run: parse, build the settings, call one `run.commands` function, print its
 outcome, exit with its code."""
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from prhub import __version__
+from prhub.cli.group import app
 from prhub.cli.options import (
     BATCH,
     MAX_PR,
@@ -20,7 +19,6 @@ from prhub.cli.options import (
     Command,
     DryRunFlag,
     Fmt,
-    Group,
     help_text,
     out_format,
     pr_option,
@@ -37,36 +35,6 @@ if TYPE_CHECKING:
 
 # Modules beyond typer, prhub's options and errors are imported in the functions that need them:
 # `prhub --help` and `--version` then start without loading pydantic, rich or the SDKs.
-
-app = typer.Typer(
-    cls=Group,
-    help="Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # Click's plain help: typer's rich help would load rich and its markdown parser, tripling
-    # the time `prhub --help` takes.
-    rich_markup_mode=None,
-    context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
-)
-
-
-def _show_version(value: bool) -> None:
-    if value:
-        typer.echo(f"prhub {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    _version: Annotated[
-        bool,
-        typer.Option(
-            "--version", help="print the version and exit", is_eager=True, callback=_show_version
-        ),
-    ] = False,
-) -> None:
-    """Chinese digests of merged GitHub pull requests: one per PR, one per ISO week."""
 
 
 @app.command(cls=Command)
@@ -130,10 +98,12 @@ def weekly(
         if all_repos:
             _all_repos(options, chosen, out, dry_run)
             return
+        # The settings first: they configure logging before any library is imported.
         settings = build_settings(options)
         from prhub.cli.display import Display
         from prhub.run import commands
 
+        settings = commands.check_posts(settings)
         when = {n: options[n] for n in WINDOW_FLAGS}
         with Display(options["quiet"]) as display:
             if dry_run:
@@ -153,17 +123,19 @@ def _all_repos(options: dict[str, Any], chosen: Any, out: str | None, dry_run: b
                 f"--all writes each configured repository's report to its own path: drop {flag}",
                 param_hint="'--all'",
             )
+    quiet = options["quiet"]
+    settings = build_settings(options, runs=False)  # first: it configures logging
     from prhub.cli.display import Repos
     from prhub.cli.texts import notices
     from prhub.run import many
+    from prhub.run.commands import check_posts
 
-    quiet = options["quiet"]
-    settings = build_settings(options, runs=False)
+    settings = check_posts(settings)
     for line in notices(settings):
         typer.echo(f"prhub: {line}", err=True)
     done = many.weekly_all(
         settings,
-        lambda name: build_settings({**options, "repo": name}, runs=False),
+        lambda name: check_posts(build_settings({**options, "repo": name}, runs=False)),
         {n: options[n] for n in WINDOW_FLAGS},
         chosen,
         Repos(quiet, said),
@@ -205,91 +177,6 @@ def labels(
         fail(exc)
 
 
-class ConfigFormat(StrEnum):
-    text = "text"
-    json = "json"
-
-
-@app.command("config", cls=Command)
-@with_options({n: SHARED[n] for n in ("repo", "model", "response_mode", "store", "config")})
-def show_config(
-    fmt: Annotated[ConfigFormat, typer.Option("--format", help="text, or json for scripts")] = (
-        ConfigFormat.text
-    ),
-    forget_mode: Annotated[
-        bool,
-        typer.Option(
-            "--forget-mode", help="forget the response mode learned for the endpoint and model"
-        ),
-    ] = False,
-    **options: Any,
-) -> None:
-    """Print every effective setting and where it came from; secrets are masked."""
-    from prhub.cli import texts
-    from prhub.run import commands
-
-    try:
-        settings = build_settings(options, runs=False)
-        if forget_mode:
-            done = commands.forget_mode(settings)
-            what = "forgot the" if done else "no"
-            typer.echo(
-                f"prhub: {what} response mode learned for {settings.model} at {settings.endpoint}",
-                err=True,
-            )
-            return
-        learned = commands.learned_mode(settings)
-    except PrhubError as exc:
-        fail(exc)
-    if fmt is ConfigFormat.json:
-        typer.echo(texts.describe_json(settings, learned))
-        return
-    for row in texts.describe(settings, learned):
-        typer.echo(row.text())
-
-
-@app.command(cls=Command)
-@with_options({n: SHARED[n] for n in ("store", "config")})
-def runs(
-    limit: Annotated[int, typer.Option("--limit", help="how many, newest first", min=1)] = 20,
-    **options: Any,
-) -> None:
-    """List past runs from the store: command, PRs, LLM calls, tokens and estimated cost."""
-    from prhub.cli.texts import runs_text
-    from prhub.run import commands
-
-    try:
-        settings = build_settings(options, runs=False)
-        for line in runs_text(commands.runs(settings, limit), settings):
-            typer.echo(line)
-    except PrhubError as exc:
-        fail(exc)
-
-
-@app.command("import", cls=Command)
-@with_options({n: SHARED[n] for n in ("store", "config", "verbose")})
-def import_(
-    folder: Annotated[
-        Path,
-        typer.Argument(
-            help="a built site or a folder of `--format json` reports and digests",
-            show_default=False,
-        ),
-    ],
-    **options: Any,
-) -> None:
-    """Restore digests and weekly reports from prhub's JSON into the store: a rerun is free."""
-    from prhub.run import commands
-
-    try:
-        done = commands.import_(build_settings(options, runs=False), folder)
-    except PrhubError as exc:
-        fail(exc)
-    for line in done.problems:
-        typer.echo(f"prhub: skipped {line}", err=True)
-    typer.echo(f"prhub: {done.summary()}", err=True)
-
-
 @app.command(cls=Command)
 @with_options({n: SHARED[n] for n in ("store", "config", "quiet", "verbose")}, {"tz": WEEK["tz"]})
 def site(
@@ -325,72 +212,3 @@ def site(
         typer.echo(f"prhub: warning: no PDFs in the site: {done.no_pdf}", err=True)
     if not options["quiet"]:
         typer.echo(f"prhub: {done.summary()}", err=True)
-
-
-@app.command(cls=Command)
-@with_options({"prompt_dir": SHARED["prompt_dir"]})
-def prompts(**options: Any) -> None:
-    """List the prompt templates and their versions; the latest is used."""
-    from prhub.run import commands
-
-    try:
-        folder = options["prompt_dir"]
-        if folder is not None and not folder.is_dir():
-            from prhub.errors import ConfigError
-
-            raise ConfigError(f"prompt directory {folder} (flag --prompt-dir) is no directory")
-        for line in commands.prompts(folder):
-            typer.echo(line)
-    except PrhubError as exc:
-        fail(exc)
-
-
-@app.command("init-ci", cls=Command)
-def init_ci(
-    path: Annotated[
-        Path, typer.Argument(help="the repository checkout to add the workflow to")
-    ] = Path("."),
-    install: Annotated[
-        str | None,
-        typer.Option(
-            "--install",
-            help=help_text(
-                "git URL or pip requirement for prhub", "where this prhub was installed from"
-            ),
-        ),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
-    pages: Annotated[
-        bool,
-        typer.Option(
-            "--pages",
-            help="publish the site on GitHub Pages instead of committing each report",
-        ),
-    ] = False,
-) -> None:
-    """Write the weekly GitHub Actions workflow into a repository (--pages: the site on Pages)."""
-    from prhub.run import commands
-
-    try:
-        _, steps = commands.init_ci(path, install=install, force=force, pages=pages)
-    except PrhubError as exc:
-        fail(exc)
-    typer.echo(steps, nl=False)
-
-
-@app.command("help", cls=Command)
-def show_help(
-    ctx: typer.Context,
-    command: Annotated[str | None, typer.Argument(help="the command to explain")] = None,
-) -> None:
-    """Show prhub's help, or a command's: `prhub help weekly` is `prhub weekly --help`."""
-    group = ctx.parent.command if ctx.parent else ctx.command
-    parent = ctx.parent or ctx
-    if command is None:
-        typer.echo(group.get_help(parent))
-        return
-    found = group.get_command(parent, command) if isinstance(group, Group) else None
-    if found is None:
-        raise typer.BadParameter(f"no such command {command!r}", param_hint="COMMAND")
-    with typer.Context(found, info_name=command, parent=parent) as sub:
-        typer.echo(found.get_help(sub))

@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from prhub.cli.commands import app
+from prhub.cli.group import app
 from prhub.errors import Interrupted, OutputError
 
 

@@ -30,12 +30,14 @@ def runs_text(records: Sequence[dict[str, Any]], settings: Settings) -> list[str
         model = counts.get("model") or "model not recorded"
         batch = Usage(**{k: counts.get(f"batch_{k}", 0) for k in Usage.model_fields})
         priced = cost(usage, settings.model_copy(update={"model": model}), batch)
+        last = r["errors"][-1] if r["errors"] else {}
         ended = (
             "unfinished (killed or running)"
             if r["finished_at"] is None
+            # A week written and not posted failed too (exit 19): said as such.
             else (
-                f"failed: {r['errors'][-1].get('error', '')}"
-                if r["errors"] and "error" in r["errors"][-1]
+                f"{'post failed' if last.get('stage') == 'post' else 'failed'}: {last['error']}"
+                if "error" in last
                 else "done"
             )
         )

@@ -35,7 +35,7 @@ from prhub.github.ratelimit import (
     pr_requests,
 )
 from prhub.github.source_http import IncompleteSearch, guard, retry_hint
-from prhub.github.source_payload import attributes_text, pull_request_from_payload
+from prhub.github.source_payload import attributes_text, pull_request_from_payload, same_time
 from prhub.logmask import shown_url
 from prhub.model import PullRequest
 
@@ -204,7 +204,7 @@ class GitHubSource:
             if not halve or small:
                 raise GitHubUnavailable(
                     f"GitHub's search for PRs of {repo} merged {window} stayed incomplete "
-                    f"({exc}) after retries and halving: rerun later"
+                    f"after retries and halving ({exc.why}): rerun later"
                 ) from None
             return self._search(repo, lo, middle, False) + self._search(repo, middle, hi, False)
         if hits is not None:
@@ -233,7 +233,8 @@ class GitHubSource:
         if listed < counted:  # part of the week: searched again in halves, else an error
             raise IncompleteSearch(
                 f"GitHub's search for PRs of {repo} merged {window} counted {counted} "
-                f"but listed {listed}"
+                f"but listed {listed}",
+                f"it counted {counted} but listed {listed}",
             )
         return hits
 
@@ -388,18 +389,3 @@ def _is_rate_limit(exc: GithubException) -> bool:
     return isinstance(exc, RateLimitExceededException) or is_rate_limit(
         exc.status, headers, _message(exc)
     )
-
-
-def same_time(a: str | None, b: Any) -> bool:
-    """Whether two GitHub timestamps name the same moment."""
-    if not a or not b or not isinstance(b, str):
-        return False
-    return datetime.fromisoformat(a.replace("Z", "+00:00")) == datetime.fromisoformat(
-        b.replace("Z", "+00:00")
-    )
-
-
-def version(payload: dict[str, Any]) -> str:
-    """What identifies a pull payload's content, as PullRequest.version does."""
-    head = (payload.get("head") or {}).get("sha", "")
-    return str((payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head)

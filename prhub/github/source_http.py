@@ -31,7 +31,12 @@ ADVICE = "rerun later, or check --github-url"
 
 
 class IncompleteSearch(GitHubUnavailable):
-    """GitHub's search timed out and answered with part of the results."""
+    """GitHub's search timed out and answered with part of the results; `why` says how, in
+    words that fit into a message naming the search."""
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(message)
+        self.why = why
 
 
 class Overdue(GitHubUnavailable):
@@ -313,7 +318,8 @@ def _check(response: requests.Response) -> None:
                 )
             if isinstance(data, dict) and data.get("incomplete_results") is True:
                 raise IncompleteSearch(
-                    f"GitHub's search answered {where} with incomplete results (it timed out)"
+                    f"GitHub's search answered {where} with incomplete results (it timed out)",
+                    "it answered with incomplete results: it timed out",
                 )
 
 

@@ -16,6 +16,7 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 from prhub import retry, transport
 from prhub.config import Settings
 from prhub.errors import ConfigError, PostError, PrhubError, set_secret
+from prhub.names import on_github, web_host
 from prhub.store.records import Post, post_hash
 
 T = TypeVar("T")
@@ -34,7 +35,7 @@ query($owner: String!, $name: String!, $number: Int!) {
   repository(owner: $owner, name: $name) { discussion(number: $number) { id url } }
 }
 """
-_PAGE = re.compile(r"https?://[^/]+/([^/]+/[^/]+)/(discussions|issues)/(\d+)")
+_PAGE = re.compile(r"https?://[^/?#]+/([^/?#]+/[^/?#]+)/(discussions|issues)/(\d+)")
 ACCESS = (
     "the token needs write access to its discussions (or issues); in GitHub Actions: "
     "`permissions: discussions: write` (and `issues: write`)"
@@ -130,20 +131,20 @@ class GitHubPosts:
         """A new discussion's node id and page."""
         asked = {"repositoryId": place.node, "categoryId": category, "title": title, "body": body}
         made = self._mutation("createDiscussion", asked, place.repo)
-        return made["id"], made["url"]
+        return made["id"], self._page(made["url"], place.repo)
 
     def update(self, repo: str, node: str, category: str, title: str, body: str) -> str | None:
         """The discussion's page after its update; None when it no longer exists."""
         asked = {"discussionId": node, "categoryId": category, "title": title, "body": body}
         try:
-            return str(self._mutation("updateDiscussion", asked, repo)["url"])
+            return self._page(str(self._mutation("updateDiscussion", asked, repo)["url"]), repo)
         except _Gone:
             return None
 
     def create_issue(self, repo: str, title: str, body: str) -> tuple[str, str]:
         """A new issue's number and page."""
         made = self._rest("POST", f"/repos/{repo}/issues", title, body, repo)
-        return str(made["number"]), made["html_url"]
+        return str(made["number"]), self._page(made["html_url"], repo)
 
     def update_issue(self, repo: str, number: int, title: str, body: str) -> str | None:
         """The issue's page after its update; None when it no longer exists."""
@@ -151,7 +152,18 @@ class GitHubPosts:
             made = self._rest("PATCH", f"/repos/{repo}/issues/{number}", title, body, repo)
         except _Gone:
             return None
-        return str(made["html_url"])
+        return self._page(str(made["html_url"]), repo)
+
+    def _page(self, url: str, repo: str) -> str:
+        """The page GitHub named for a post, when it is one of `repo`'s on the GitHub prhub
+        talks to, over https: any other is never stored, printed as posted, nor linked."""
+        if page(url, repo, self.settings.github_url):
+            return url
+        raise PostError(
+            f"GitHub named the week's post in {repo} at a page that is not one of its own on "
+            f"https://{web_host(self.settings.github_url)} ({transport.origin(url) or 'no page'}"
+            "): not kept nor linked; check --github-url, and the post on GitHub before a rerun"
+        )
 
     def _rest(self, verb: str, path: str, title: str, body: str, repo: str) -> dict[str, Any]:
         """An issue opened or edited (through PyGithub's requester: one request each)."""
@@ -283,6 +295,12 @@ def _translate(exc: GithubException, what: str, repo: str) -> PostError:
     if exc.status == 403 or _first_error(exc).get("type") in ("FORBIDDEN", "INSUFFICIENT_SCOPES"):
         return PostError(f"GitHub refused {what} ({message}): {ACCESS}")
     return PostError(f"GitHub answered {exc.status} while {what} ({message}): rerun to post it")
+
+
+def page(url: str, repo: str, api_url: str) -> bool:
+    """Whether `url` is a discussion or issue page of `repo` on the GitHub at `api_url`."""
+    found = _PAGE.fullmatch(url)
+    return bool(found and found[1].lower() == repo.lower() and on_github(url, api_url))
 
 
 def known(url: str, repo: str) -> Post | None:

@@ -145,9 +145,8 @@ class _Refused(PostError):
 
 def send(url: str, payload: dict[str, Any], fmt: str, settings: Settings) -> None:
     """Posts `payload` to the webhook; a refusal or failure is one PostError naming its host."""
-    parts = urlsplit(url)
-    # Its path and query are the credential: any library's log line shows *** instead.
-    logmask.hide(url.split(parts.netloc, 1)[1])
+    # Its path and query are the credential: any line or record shows *** instead.
+    logmask.hide_url(url, whole=True)
     what = f"the {NAMES[fmt]} webhook {shown(url)}"
     with httpx2.Client(timeout=settings.timeout, follow_redirects=False) as client:
         try:

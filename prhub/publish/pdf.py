@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import unicodedata
 import zlib
 from collections.abc import Mapping
@@ -21,6 +22,8 @@ __all__ = ["BROWSERS", "TIMEOUT", "chromium", "pdf"]
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TIMEOUT = 60.0  # seconds for one print, start-up included
+PREFIX = "prhub-pdf-"  # of a print's temporary folder, then the printing process's id
+STALE = 3600.0  # seconds after which a print folder that names no process is an old one
 INSTALL = (
     "PDF needs Chromium: install chromium (apt-get install chromium fonts-noto-cjk) "
     "or set PRHUB_CHROMIUM"
@@ -83,7 +86,8 @@ def chromium(env: Mapping[str, str] | None = None) -> str:
 def pdf(html: str, timeout: float = TIMEOUT) -> bytes:
     """`html` (a report's page) as a PDF: what a browser shows, with every fold open."""
     program = chromium()
-    with tempfile.TemporaryDirectory(prefix="prhub-pdf-") as tmp:
+    sweep()
+    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-") as tmp:
         page, out = Path(tmp, "page.html"), Path(tmp, "page.pdf")
         page.write_text(html.replace("<details>", "<details open>"), encoding="utf-8")
         args = [program, *FLAGS, *_sandbox(), f"--user-data-dir={Path(tmp, 'profile')}"]
@@ -91,6 +95,34 @@ def pdf(html: str, timeout: float = TIMEOUT) -> bytes:
         if not out.is_file() or out.stat().st_size == 0:
             raise PdfUnavailable(f"Chromium ({program}) printed no PDF")
         return _fixed(out.read_bytes())
+
+
+def sweep(root: Path | None = None) -> list[Path]:
+    """Removes the print folders of earlier runs that were killed before they could (its own
+    process gone, or of a version that did not name it); the folders removed."""
+    removed = []
+    for folder in Path(root or tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        pid = folder.name.removeprefix(PREFIX).partition("-")[0]
+        with contextlib.suppress(OSError):
+            if folder.is_symlink() or folder.lstat().st_uid != os.geteuid():
+                continue  # another user's, or no folder of prhub's
+            if pid.isdigit() and _running(int(pid)):
+                continue
+            if not pid.isdigit() and folder.lstat().st_mtime > time.time() - STALE:
+                continue  # perhaps an older prhub's, printing now
+            shutil.rmtree(folder)
+            removed.append(folder)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _sandbox() -> tuple[str, ...]:

@@ -34,9 +34,11 @@ def post_week(
     if f.pr_count == 0 and not report.failed:
         posted.done.append("nothing posted: no PR was merged in the week")
         return posted
+    target = settings.discuss_repo or f.repo
     url = report.meta.discussion_url or ""
+    if url and not discuss.page(url, target, settings.github_url):
+        url = ""  # a page elsewhere (an imported report's) is neither linked nor updated
     if settings.discuss and client is not None:
-        target = settings.discuss_repo or f.repo
         b = brief_of(report, settings)
         was = store.post(f.repo, f.start, f.end, target.lower()) or discuss.known(url, target)
         try:

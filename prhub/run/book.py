@@ -4,12 +4,13 @@ custom_id and repository, and their answers once collected."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 
-from prhub import retry
+from prhub import logmask, retry
 from prhub.config import Settings
 from prhub.llm.batch import Batched
-from prhub.llm.batch_api import Answer
+from prhub.llm.batch_api import Answer, Sending, identity
 from prhub.store.store import Store
 
 
@@ -71,9 +72,52 @@ class BatchBook:
             ).fetchall()
         return [row[0] for row in rows]
 
+    def sending(self, ident: str, run: str, requests: dict[str, str]) -> tuple[Sending, bool]:
+        with self.store.transaction() as db:
+            row = db.execute(
+                "SELECT run, started_at, file_id FROM batch_sends WHERE ident = ?", (ident,)
+            ).fetchone()
+            if row:
+                return Sending(ident, row[0], row[1], row[2]), True
+            db.execute(
+                "INSERT INTO batch_sends VALUES (?, ?, ?, ?, ?, NULL, ?)",
+                (ident, self.endpoint, self.model, run, json.dumps(requests), time.time()),
+            )
+        return Sending(ident, run, time.time()), False
+
+    def uploaded(self, ident: str, file_id: str) -> None:
+        with self.store.transaction() as db:
+            db.execute("UPDATE batch_sends SET file_id = ? WHERE ident = ?", (file_id, ident))
+
+    def unsent(self) -> list[tuple[Sending, dict[str, str]]]:
+        with self.store.transaction() as db:
+            rows = db.execute(
+                "SELECT ident, run, started_at, file_id, requests FROM batch_sends "
+                "WHERE endpoint = ? AND model = ? ORDER BY started_at",
+                (self.endpoint, self.model),
+            ).fetchall()
+        return [(Sending(*row[:4]), json.loads(row[4])) for row in rows]
+
+    def unsend(self, ident: str) -> None:
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM batch_sends WHERE ident = ?", (ident,))
+
+    def discard(self, key: str) -> None:
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE batch_requests SET batch_id = NULL, status = NULL, answer = NULL, "
+                "answered_at = NULL, read_at = NULL WHERE key = ?",
+                (key,),
+            )
+
     def submitted(self, batch_id: str, requests: dict[str, str]) -> None:
         now = _now()
         with self.store.transaction() as db:
+            # The send is over: what the provider holds is known by its id from now on.
+            db.execute(
+                "DELETE FROM batch_sends WHERE endpoint = ? AND model = ? AND ident = ?",
+                (self.endpoint, self.model, identity(requests)),
+            )
             db.execute(
                 "INSERT OR REPLACE INTO batches VALUES (?, ?, ?, ?, ?, NULL)",
                 (batch_id, self.endpoint, self.model, "validating", now),
@@ -93,7 +137,9 @@ class BatchBook:
                 "UPDATE batch_requests SET status = ?, answer = ?, answered_at = ? "
                 "WHERE key = ? AND batch_id = ?",
                 [
-                    (a.status, json.dumps(a.body, ensure_ascii=False), now, key, batch_id)
+                    # What a server echoed of prhub's secrets is never kept.
+                    (a.status, logmask.hidden(json.dumps(a.body, ensure_ascii=False)), now)
+                    + (key, batch_id)
                     for key, a in answers.items()
                 ],
             )

@@ -18,7 +18,7 @@ from prhub.github.source import GitHubSource
 from prhub.llm import prompt
 from prhub.llm.batch import Waiting
 from prhub.model import DryRun, PRDigest, RunStats, WeeklyReport
-from prhub.publish import output
+from prhub.publish import notify, output
 from prhub.publish.formats import Format
 from prhub.publish.post import post_week
 from prhub.publish.site import SiteResult
@@ -227,9 +227,20 @@ def _week(
                 outcome.report = posted.report
                 publish(posted.report)  # with the link to its new discussion
             outcome.posted, outcome.problems = posted.done, list(posted.failed)
+            if posted.failed:  # `prhub runs` says the run's week was not posted
+                errors = [str(e) for e in posted.failed]
+                clients.store(s).run_failed(run.run_id, errors, "post")
         if result.failed:  # said last, and its code is the exit code: the report lacks PRs
             outcome.problems.append(output.partly(result))
     return outcome
+
+
+def check_posts(settings: Settings) -> Settings:
+    """`settings`, once what `weekly` would post to is known: a webhook of no host prhub
+    knows, without --notify-format, is refused before any work."""
+    if settings.notify is not None:
+        notify.kind(settings.notify.get_secret_value(), settings.notify_format)
+    return settings
 
 
 def _waits(outcome: Outcome, result: Waiting) -> None:

@@ -22,7 +22,8 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.github.ratelimit import Validators
-from prhub.github.source import GitHubSource, same_time, version
+from prhub.github.source import GitHubSource
+from prhub.github.source_payload import same_time, version
 from prhub.llm.batch import Batched
 from prhub.llm.llm import LLM
 from prhub.model import FailedPR, PRDigest, PullRequest, RunStats, Usage
@@ -86,6 +87,11 @@ class Run:
         self._attributes_lock = threading.Lock()
         self._repo_lock = threading.Lock()
         self._named = False  # whether settings.repo is GitHub's spelling yet
+
+    @property
+    def run_id(self) -> int:
+        """The run's record in the store (0 before it starts)."""
+        return self._run_id
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give

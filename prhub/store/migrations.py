@@ -142,4 +142,19 @@ MIGRATIONS = [
     ALTER TABLE pulls ADD COLUMN etag TEXT;
     ALTER TABLE pulls ADD COLUMN last_modified TEXT;
     """,
+    # A batch being sent, kept before its upload and until its batch is recorded: a run that
+    # finds one left by an interrupted run looks for what the provider made of it before
+    # sending the same requests again (`ident` is the hash of their keys, in the batch's
+    # metadata; `requests` their keys and repositories; `file_id` the upload, once answered).
+    """
+    CREATE TABLE batch_sends (
+        ident TEXT PRIMARY KEY,
+        endpoint TEXT NOT NULL,
+        model TEXT NOT NULL,
+        run TEXT NOT NULL,
+        requests TEXT NOT NULL,
+        file_id TEXT,
+        started_at REAL NOT NULL
+    );
+    """,
 ]

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+from prhub.logmask import hidden
 from prhub.store.db import alive, now
 
 LEASE_SECONDS = 1800.0  # a holder that neither finishes nor dies in this time is taken over
@@ -144,10 +145,20 @@ class Records:
                     tokens_in,
                     tokens_out,
                     calls,
-                    json.dumps(listed, ensure_ascii=False, default=str),
+                    # A server's words are in errors: what they echoed of a secret is not kept.
+                    hidden(json.dumps(listed, ensure_ascii=False, default=str)),
                     run_id,
                 ),
             )
+
+    def run_failed(self, run_id: int, errors: Sequence[str], stage: str) -> None:
+        """Adds errors met after a run ended (posting its week, `stage`) to its record."""
+        with self._tx() as db:
+            row = db.execute("SELECT errors FROM runs WHERE id = ?", (run_id,)).fetchone()
+            listed = [*json.loads(row[0] if row and row[0] else "[]")]
+            listed += [{"error": error, "stage": stage} for error in errors]
+            text = hidden(json.dumps(listed, ensure_ascii=False))
+            db.execute("UPDATE runs SET errors = ? WHERE id = ?", (text, run_id))
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest runs, newest first, with counts and errors decoded."""

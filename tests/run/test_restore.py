@@ -83,7 +83,7 @@ def test_a_store_rebuilt_from_json_reruns_without_a_call(made, new_env, llm, tmp
     folder = made.folder(tmp_path, *globs)
     result = prhub(new_env, "import", str(folder))
     assert_ok(result)
-    assert result.stderr == f"prhub: {says} from {folder} (0 files skipped)\n"
+    assert result.stderr == f"prhub: {says} from {folder} (0 files refused)\n"
     for week in WEEKS:
         assert rerun_week(new_env, made, week, llm) == 0
 
@@ -134,14 +134,16 @@ def test_importing_twice_changes_nothing(made, new_env, tmp_path):
     new = Path(str(new_env["PRHUB_STORE"]))
     before = {name: table(new, name) for name in ("digests", "narratives", "reports")}
     again = prhub(new_env, "import", str(folder))
-    said = f"prhub: imported 0 digests and 0 weeks from {folder} (0 files skipped)\n"
+    said = f"prhub: imported 0 digests and 0 weeks from {folder} (0 files refused)\n"
     assert again.stderr == said
     assert {name: table(new, name) for name in before} == before
 
 
-def test_other_files_are_skipped_and_an_invalid_one_named_and_kept_out(made, new_env, tmp_path):
+def test_other_files_are_ignored_and_an_invalid_one_named_refused_and_kept_out(
+    made, new_env, tmp_path
+):
     folder = made.folder(tmp_path, "*/*/weeks/2026-W31.json", "*/*/pr/107.json")
-    (folder / "search.json").write_text('{"index": ["标题"]}')
+    (folder / "search.json").write_text('{"index": ["标题"]}')  # a site's: no report, ignored
     (folder / "notes.json").write_text("not json at all")
     (folder / "feed.xml").write_text("<feed/>")  # not JSON by name: not even counted
     week = folder / SITE / "weeks" / "2026-W31.json"
@@ -152,13 +154,17 @@ def test_other_files_are_skipped_and_an_invalid_one_named_and_kept_out(made, new
     pr["meta"]["cache_key"] = ""
     (folder / SITE / "pr" / "108.json").write_text(json.dumps(pr))
     result = prhub(new_env, "import", str(folder))
-    assert_ok(result)
+    assert result.exit_code == 20, result.stderr
     assert result.stderr.splitlines() == [
-        f"prhub: skipped {folder / SITE / 'pr' / '108.json'}: the digest of #107 has no "
+        f"prhub: refused {folder / SITE / 'pr' / '108.json'}: the digest of #107 has no "
         "meta.cache_key to be found by",
-        f"prhub: skipped {week}: not a valid weekly report: digests.5.content.advice: "
+        f"prhub: refused {week}: not a valid weekly report: digests.5.content.advice: "
         "Field required (1 problem)",
-        f"prhub: imported 1 digest and 0 weeks from {folder} (4 files skipped)",
+        f"prhub: refused {folder / 'notes.json'}: cannot be read (not JSON)",
+        f"prhub: imported 1 digest and 0 weeks from {folder} (3 files refused, 1 other JSON "
+        "file ignored)",
+        f"prhub: error: 3 files of {folder} refused (named above): the valid ones are "
+        "imported; replace the refused ones with files prhub wrote, and import again",
     ]
 
 
@@ -233,7 +239,7 @@ def test_a_secret_in_a_file_is_replaced_by_its_marker_and_counted(tmp_path, capl
     leaked = digest(advice=f"先看 `rocket/rollout/sampler.py`，令牌 {GITHUB} 不要外传。")
     done = import_dir(one(tmp_path, "101.json", leaked), settings)
     assert done.redacted == 1
-    assert done.summary().endswith("(0 files skipped, 1 secret-shaped text redacted)")
+    assert done.summary().endswith("(0 files refused, 1 secret-shaped text redacted)")
     with closing(Store(settings.store)) as s:
         found = s.digest(leaked.meta.cache_key)
     assert found is not None and GITHUB not in found.model_dump_json()

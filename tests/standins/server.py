@@ -25,7 +25,7 @@ class StandIn:
     (the normal answer after s seconds), ("trickle", s) and ("trickle", s, n) (the normal answer,
     its body sent n bytes at a time, default 1, every s seconds), and (status, headers, body);
     a body of bytes is sent as is, and headers {"Transfer-Encoding": "chunked"} send it in chunks
-    without a Content-Length.
+    without a Content-Length. A function of the request is called for its item.
     """
 
     prefix = ""  # path of the API root, part of .url
@@ -181,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
         with standin._lock:
             standin.requests.append(request)
         item = standin._scripted(parts.path)
+        if callable(item):  # an answer made from the request: one that echoes it
+            item = item(request)
         pace, piece = standin.trickle, 1
         if item is not None and item[0] == "sleep":
             time.sleep(item[1])
