@@ -1,33 +1,44 @@
 """`prhub site`: a static site from the store, built from the one view of each report: a home
-page, per repository its weeks, its stream of digests and a tag view, a page per week (with its
-Markdown, PDF and JSON) and per PR, an Atom feed, and a search that needs no server. Every link
-is relative, so the site works from any folder of any static host, or from the disk."""
+page, per repository its weeks, its stream of digests by month and a page per tag, a page per
+week (with its Markdown, PDF and JSON) and per PR, an Atom feed, a search that needs no server,
+and manifest.json, the list of every report and digest JSON file for a restore. Every link is
+relative, so the site works from any folder of any static host, or from the disk.
+
+One repository is in memory at a time; a page is rendered only when its inputs changed since
+the last build, and written into a copy of the site that is swapped in whole (manifest.Site)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
+from functools import cache
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from prhub.config import REPO_SHAPE, Settings
 from prhub.digest.digest import retag
 from prhub.errors import EmptySite, PdfUnavailable
-from prhub.model import PRDigest, Usage
+from prhub.model import PRDigest
 from prhub.options import Format
-from prhub.publish import feed, html, labels, manifest, pdf, render, search
-from prhub.publish.manifest import Record
+from prhub.publish import feed, html, pages, pdf, render, search
+from prhub.publish.manifest import MANIFEST, Published, Site, manifest_json
 from prhub.publish.output import report_path
-from prhub.publish.pages import Pages, digest_page, week_row
+from prhub.publish.pages import Card, Month, Pages, WeekRow, tag_file, week_row
 from prhub.publish.parts import links
+from prhub.publish.render import TEMPLATES
 from prhub.store.store import Store
 from prhub.text import plural
-from prhub.weekly.report import WeeklyFacts, WeeklyMeta, WeeklyReport
+from prhub.weekly.report import WeeklyReport
 
-__all__ = ["Repo", "SiteResult", "Week", "build", "gather"]
+__all__ = ["PAGES_LIMIT", "Repo", "SiteResult", "Week", "build", "gather"]
 
 log = logging.getLogger("prhub")
+PAGES_LIMIT = 1_000_000_000  # GitHub Pages' published site
+NEWEST = 10  # digests a repository's page lists; the rest are in its months
 
 
 @dataclass(frozen=True)
@@ -42,10 +53,6 @@ class Repo:
     weeks: tuple[Week, ...]  # the latest window first
     digests: tuple[PRDigest, ...]  # each PR's latest, the latest merged first
 
-    def appears(self, number: int) -> tuple[Week, ...]:
-        """The weeks whose report holds this PR's digest, the latest first."""
-        return tuple(w for w in self.weeks if any(d.number == number for d in w.report.digests))
-
 
 @dataclass(frozen=True)
 class SiteResult:
@@ -58,6 +65,8 @@ class SiteResult:
     removed: int
     pdfs: int
     no_pdf: str  # why some week has no PDF: Chromium could not print it
+    removed_weeks: tuple[str, ...] = ()  # published weeks this build removed
+    size: int = 0  # the site's bytes
 
     def summary(self) -> str:
         """One line: what the site holds and what the build changed."""
@@ -69,83 +78,58 @@ class SiteResult:
         )
 
 
-def gather(store: Store, names: list[str] | None, settings: Settings) -> list[Repo]:
-    """The repositories to publish (all in the store, or those named), with their reports and
-    each PR's latest digest; a name the store spells otherwise is found all the same."""
+def _names(store: Store, names: list[str] | None) -> list[str]:
+    """The repositories to publish: all in the store, or those named in any spelling."""
     stored = store.repos()
     if names is not None:
         by_lower = {s.lower(): s for s in stored}
         stored = sorted({by_lower[n.lower()] for n in names if n.lower() in by_lower})
-    found = []
+    chosen = []
     for name in stored:
         if not (REPO_SHAPE.fullmatch(name) and name.split("/")[1] not in {".", ".."}):
             log.warning("skipped %r: not a repository name a site can have a folder for", name)
             continue
-        reports = store.reports(name)
-        latest: dict[int, PRDigest] = {}
-        for d in [*store.digests(name), *(d for r in reports for d in r.digests)]:
-            old = latest.get(d.number)
-            if old is None or old.meta.created_at < d.meta.created_at:
-                latest[d.number] = d
-        digests = sorted(latest.values(), key=_merged, reverse=True)
-        weeks = [Week(r, report_path(r, Format.html, Path()).stem) for r in reports]
-        found.append(Repo(name, tuple(weeks), tuple(retag(d, settings) for d in digests)))
-    return [r for r in found if r.weeks or r.digests]
+        chosen.append(name)
+    return chosen
+
+
+def _repo(store: Store, name: str, settings: Settings) -> Repo | None:
+    """One repository's reports and each PR's latest digest."""
+    reports = store.reports(name)
+    latest: dict[int, PRDigest] = {}
+    for d in [*store.digests(name), *(d for r in reports for d in r.digests)]:
+        old = latest.get(d.number)
+        if old is None or old.meta.created_at < d.meta.created_at:
+            latest[d.number] = d
+    digests = sorted(latest.values(), key=_merged, reverse=True)
+    weeks = [Week(r, report_path(r, Format.html, Path()).stem) for r in reports]
+    if not weeks and not digests:
+        return None
+    return Repo(name, tuple(weeks), tuple(retag(d, settings) for d in digests))
+
+
+def gather(store: Store, names: list[str] | None, settings: Settings) -> list[Repo]:
+    """The repositories to publish, with their reports and each PR's latest digest."""
+    return [r for n in _names(store, names) if (r := _repo(store, n, settings)) is not None]
 
 
 def _merged(d: PRDigest) -> tuple[datetime, int]:
     return (d.merged_at or d.meta.created_at, d.number)
 
 
-Printer = Callable[[str, str], bytes | None]  # a PDF's path and its page -> the PDF, or none
-
-
-def build(
-    settings: Settings,
-    store: Store,
-    out: Path,
-    names: list[str] | None = None,
-    want_pdf: bool | None = None,
-) -> SiteResult:
-    """Builds the site into `out`: PDFs when `want_pdf` (None: when Chromium is there)."""
-    repos = gather(store, names, settings)
-    if not repos:
-        which = f"for {', '.join(names)} " if names else ""
-        raise EmptySite(
-            f"the store {store.path} holds no weekly report or digest {which}to publish: "
-            "run prhub weekly first, or prhub import a published site"
-        )
-    old = manifest.read(out)
-    printer = _Printer(out, old, want_pdf)
-    files, printed = site_files(repos, settings.tz, printer)
-    done = manifest.write_site(out, files, printed, old)
-    return SiteResult(
-        out=out,
-        repos=len(repos),
-        weeks=sum(len(r.weeks) for r in repos),
-        digests=sum(len(r.digests) for r in repos),
-        wrote=done.wrote,
-        unchanged=done.unchanged,
-        removed=done.removed,
-        pdfs=len(printed),
-        no_pdf=printer.why,
-    )
+Printer = Callable[[str], bytes | None]  # a week's page -> its PDF, or none
 
 
 class _Printer:
-    """A week's PDF: the last build's when its page is the same, else printed by Chromium;
-    none with --no-pdf, nor without Chromium unless --pdf asks for them (then an error)."""
+    """A week's PDF printed by Chromium; none with --no-pdf, nor without Chromium unless --pdf
+    asks for them (then an error)."""
 
-    def __init__(self, out: Path, old: Record, want: bool | None) -> None:
-        self.out, self.old, self.want = out, old, want
+    def __init__(self, want: bool | None) -> None:
+        self.want = want
         self.why = ""  # why the site lacks a PDF, when Chromium could not print one
 
-    def __call__(self, path: str, page: str) -> bytes | None:
-        if self.want is False:
-            return None
-        if (kept := manifest.reused(self.out, self.old, path, page)) is not None:
-            return kept
-        if self.why:
+    def __call__(self, page: str) -> bytes | None:
+        if self.want is False or self.why:
             return None
         try:
             return pdf.pdf(page)
@@ -156,64 +140,191 @@ class _Printer:
             return None
 
 
-def site_files(
-    repos: list[Repo], tz: str, printer: Printer
-) -> tuple[dict[str, bytes], dict[str, str]]:
-    """Every file of the site by its path, and each PDF's page's fingerprint."""
-    files: dict[str, str | bytes] = {}
-    printed: dict[str, str] = {}
-    index: list[dict[str, object]] = []
-    for repo in repos:
-        at, here, deeper = f"{repo.name}/", Pages(2, tz), Pages(3, tz)
-        url = _repo_url(repo)
-        entries: list[feed.Entry] = []
-        rows = [week_row(w.report, f"{w.stem}.html") for w in repo.weeks]
-        # The same rows as a PR's page (in pr/) lists them.
-        up = {
-            w.stem: replace(row, href=f"../{row.href}")
-            for w, row in zip(repo.weeks, rows, strict=True)
-        }
-        for i, w in enumerate(repo.weeks):
-            r, path = w.report, f"{at}{w.stem}"
-            page = html.weekly_html(r)  # a PDF prints the report's own page
-            made = printer(f"{path}.pdf", page)
-            if made is not None:
-                files[f"{path}.pdf"], printed[f"{path}.pdf"] = made, manifest.digest(page)
-            newer, older = rows[i - 1] if i else None, rows[i + 1] if i + 1 < len(rows) else None
-            files[f"{path}.html"] = here.week(r, w.stem, made is not None, newer, older)
-            files[f"{path}.md"] = render.weekly_markdown(r, digest_link=digest_page)
-            files[f"{path}.json"] = render.weekly_json(r)
-            entries.append(feed.week_entry(r, url, w.stem, f"{w.stem}.html"))
-            index.append(search.week_entry(r, f"{path}.html"))
-        for d in repo.digests:
-            path = f"{at}pr/{d.number}"
-            weeks = [up[w.stem] for w in repo.appears(d.number)]
-            files[f"{path}.html"] = deeper.digest(d, repo.name, weeks)
-            files[f"{path}.json"] = render.digest_json(d)
-            index.append(search.digest_entry(d, f"{path}.html", tz))
-        entries += [
-            feed.digest_entry(d, f"pr/{d.number}.html") for d in repo.digests[: feed.DIGESTS]
+@cache
+def _version() -> str:
+    """What every page is made with besides its data: prhub's templates and version."""
+    from prhub import __version__
+
+    made = hashlib.sha256(__version__.encode())
+    for path in sorted(TEMPLATES.rglob("*")):
+        if path.is_file():
+            made.update(path.name.encode() + path.read_bytes())
+    return made.hexdigest()
+
+
+def _key(*inputs: object) -> str:
+    return hashlib.sha256(repr((_version(), inputs)).encode()).hexdigest()
+
+
+def _hash(model: WeeklyReport | PRDigest) -> str:
+    return hashlib.sha256(model.model_dump_json().encode()).hexdigest()
+
+
+class _Build:
+    """One build: the site being written, the search index, and what it publishes."""
+
+    def __init__(self, site: Site, settings: Settings, printer: _Printer) -> None:
+        self.site, self.tz, self.printer = site, settings.tz, printer
+        self.base = _site_base(settings.report_url)
+        self.index = search.Index()
+        self.published: list[Published] = []
+        self.cards: list[Card] = []
+        self.weeks = self.digests = self.pdfs = 0
+
+    def put(self, path: str, make: Callable[[], str | bytes], *inputs: object) -> str:
+        """`path` as the last build wrote it when its inputs are the same, else made anew."""
+        key = _key(path, *inputs)
+        if self.site.kept(path, key):
+            return self.site.files[path]
+        return self.site.put(path, key, make())
+
+    def repo(self, repo: Repo) -> None:
+        """Every file of one repository: leaves first, the pages that link to them after."""
+        at, tz, name = f"{repo.name}/", self.tz, repo.name
+        here, deeper = Pages(2, tz, name), Pages(3, tz, name)
+        hashes = {w.stem: _hash(w.report) for w in repo.weeks}
+        mains, variants = _entries(repo.weeks, tz)
+        rows = {w.stem: week_row(w.report, f"{w.stem}.html") for w in repo.weeks}
+        listed = [
+            replace(rows[m.stem], variants=tuple((v.report.facts.tz, f"{v.stem}.html") for v in vs))
+            for m, vs in zip(mains, (variants[m.stem] for m in mains), strict=True)
         ]
-        files[f"{at}index.html"] = here.repo(repo.name, rows, repo.digests)
-        files[f"{at}tags.html"] = here.tags(_tag_view(repo, tz), repo.name)
-        files[f"{at}feed.xml"] = feed.atom(repo.name, url, "index.html", entries)
-    home = Pages(0, tz)
-    cards = [
-        (
-            r.name,
-            week_row(r.weeks[0].report, f"{r.name}/{r.weeks[0].stem}.html") if r.weeks else None,
-            len(r.weeks),
-            len(r.digests),
-            links(r.name, {d.number: d.url for d in r.digests}),
+        entries: list[feed.Entry] = []
+        appears: dict[int, list[WeekRow]] = defaultdict(list)
+        for i, m in enumerate(mains):
+            around = (listed[i - 1] if i else None, listed[i + 1] if i + 1 < len(listed) else None)
+            for w in (m, *variants[m.stem]):
+                self.week(at, w, hashes[w.stem], around, listed[i].variants, here)
+                entries.append(feed.week_entry(w.report, _repo_url(repo), w.stem, f"{w.stem}.html"))
+                for d in w.report.digests:
+                    appears[d.number].append(replace(rows[w.stem], href=f"../{w.stem}.html"))
+        months: dict[str, list[PRDigest]] = defaultdict(list)
+        tagged: dict[str, list[PRDigest]] = defaultdict(list)
+        digest_hash = {}
+        for d in repo.digests:
+            h = digest_hash[d.number] = _hash(d)
+            path = f"{at}pr/{d.number}"
+            sha = self.put(f"{path}.json", lambda d=d: render.digest_json(d), h)
+            self.published.append(Published(f"{path}.json", "digest", name, sha))
+            shown = appears.get(d.number, [])
+            self.put(f"{path}.html", lambda d=d, s=shown: deeper.digest(d, name, s), h, shown, tz)
+            self.index.add(search.digest_entry(d, f"{path}.html", tz))
+            months[_month(d, tz)].append(d)
+            for t in d.tags:
+                tagged[t].append(d)
+        stream = [Month(m, f"stream/{m}.html", len(ds)) for m, ds in sorted(months.items())][::-1]
+        for i, month in enumerate(stream):
+            ds = months[month.name]
+            around = (stream[i - 1] if i else None, stream[i + 1] if i + 1 < len(stream) else None)
+            self.put(
+                f"{at}{month.href}",
+                lambda m=month, ds=ds, a=around: deeper.month(name, m, ds, a),
+                [digest_hash[d.number] for d in ds],
+                around,
+            )
+        for tag, ds in tagged.items():
+            self.put(
+                f"{at}{tag_file(tag)}",
+                lambda t=tag, ds=ds: deeper.tag(name, t, ds),
+                tag,
+                [digest_hash[d.number] for d in ds],
+            )
+        counts = sorted((t, len(ds)) for t, ds in tagged.items())
+        self.put(f"{at}tags.html", lambda: here.tags(name, counts), counts)
+        newest = repo.digests[: feed.DIGESTS]
+        entries += [feed.digest_entry(d, f"pr/{d.number}.html") for d in newest]
+        base = f"{self.base}{at}" if self.base else ""
+        self.put(
+            f"{at}feed.xml",
+            lambda: feed.atom(name, _repo_url(repo), "index.html", entries, base),
+            [hashes[w.stem] for w in repo.weeks],
+            [digest_hash[d.number] for d in newest],
+            base,
         )
-        for r in repos
-    ]
-    files["index.html"] = home.home(cards)
-    data = search.index_json(index)
-    files["search.json"] = data
-    files["search.html"] = home.search(data)
-    encoded = {p: x.encode("utf-8") if isinstance(x, str) else x for p, x in files.items()}
-    return encoded, printed
+        top = repo.digests[:NEWEST]
+        self.put(
+            f"{at}index.html",
+            lambda: here.repo(name, listed, top, stream, len(tagged)),
+            listed,
+            [digest_hash[d.number] for d in top],
+            stream,
+            len(tagged),
+        )
+        latest = next((r for r in listed if r.prs), None)
+        self.cards.append(
+            Card(
+                name,
+                replace(latest, href=f"{at}{latest.href}", variants=()) if latest else None,
+                len(listed),
+                len(repo.digests),
+                links(name, {d.number: d.url for d in repo.digests[:1]}),
+            )
+        )
+        self.weeks += len(repo.weeks)
+        self.digests += len(repo.digests)
+
+    def week(
+        self,
+        at: str,
+        w: Week,
+        h: str,
+        around: tuple[WeekRow | None, WeekRow | None],
+        variants: Sequence[tuple[str, str]],
+        here: Pages,
+    ) -> None:
+        """A week's files: its JSON, Markdown and PDF, then its page."""
+        r, path = w.report, f"{at}{w.stem}"
+        sha = self.put(f"{path}.json", lambda: render.weekly_json(r), h)
+        self.published.append(Published(f"{path}.json", "report", r.facts.repo, sha))
+        self.put(f"{path}.md", lambda: render.weekly_markdown(r, digest_link=pages.digest_page), h)
+        printed = self.site.kept(f"{path}.pdf", _key(f"{path}.pdf", h))
+        if not printed and (made := self.printer(html.weekly_html(r))) is not None:
+            self.site.put(f"{path}.pdf", _key(f"{path}.pdf", h), made)
+            printed = True
+        self.pdfs += printed
+        self.index.add(search.week_entry(r, f"{path}.html"))
+        self.put(
+            f"{path}.html",
+            lambda: here.week(r, w.stem, printed, around, variants),
+            h,
+            printed,
+            around,
+            variants,
+        )
+
+    def finish(self) -> None:
+        """The root's files: style and script, search, the home page, the manifest."""
+        for path, text in pages.assets().items():
+            self.site.put(path, _key(path), text)
+        key = _key("search", self.index.key, self.index.shards)
+        parts = [p for p in self.site.old.inputs if p.startswith("search/")]
+        if not self.site.kept_all([*parts, "search.html"], key):
+            for path, text in self.index.files():
+                self.site.put(path, key, text)
+            page = Pages(0, self.tz).search(self.index.shards, self.index.count)
+            self.site.put("search.html", key, page)
+        cards = self.cards
+        self.put("index.html", lambda: Pages(0, self.tz).home(cards), cards)
+        self.site.put(MANIFEST, _key(MANIFEST), manifest_json(self.published))
+
+
+def _entries(weeks: Sequence[Week], tz: str) -> tuple[list[Week], dict[str, list[Week]]]:
+    """One entry per ISO week (in the site's time zone if it has one, else the first) with the
+    same week's other time zones inside it; each window of dates an entry of its own."""
+    groups: dict[object, list[Week]] = {}
+    for w in weeks:
+        f = w.report.facts
+        groups.setdefault((f.year, f.week) if f.week is not None else w.stem, []).append(w)
+    mains, variants = [], {}
+    for group in groups.values():
+        main = next((w for w in group if w.report.facts.tz == tz), group[0])
+        mains.append(main)
+        variants[main.stem] = [w for w in group if w is not main]
+    return mains, variants
+
+
+def _month(d: PRDigest, tz: str) -> str:
+    return (d.merged_at or d.meta.created_at).astimezone(ZoneInfo(tz)).strftime("%Y-%m")
 
 
 def _repo_url(repo: Repo) -> str:
@@ -221,26 +332,79 @@ def _repo_url(repo: Repo) -> str:
     return links(repo.name, {d.number: d.url for d in repo.digests[:1]}).base
 
 
-def _tag_view(repo: Repo, tz: str) -> labels.LabelsView:
-    """The repository's digests by tag, as the labels view groups a week's."""
-    digests = sorted(repo.digests, key=lambda d: d.number)
-    times = [d.merged_at or d.meta.created_at for d in digests]
-    facts = repo.weeks[0].report.facts if repo.weeks else None
-    start = min(times, default=facts.start if facts else None)
-    end = max(times, default=facts.end if facts else None)
-    assert start is not None and end is not None  # a repository has a week or a digest
-    window = WeeklyReport(
-        facts=WeeklyFacts(
-            repo=repo.name,
-            year=start.year,
-            start=start,
-            end=end + timedelta(seconds=1),
-            tz=tz,
-            prs=[d.number for d in digests],
-            pr_count=len(digests),
-        ),
-        narrative=None,
-        digests=digests,
-        meta=WeeklyMeta(prompt="", model="", usage=Usage()),
+def _site_base(report_url: str | None) -> str:
+    """The site's address, where --report-url names its week pages ({repo}/{week}.html)."""
+    if report_url and report_url.endswith("{repo}/{week}.html"):
+        return report_url[: -len("{repo}/{week}.html")]
+    return ""
+
+
+def build(
+    settings: Settings,
+    store: Store,
+    out: Path,
+    names: list[str] | None = None,
+    want_pdf: bool | None = None,
+) -> SiteResult:
+    """Builds the site into `out`: PDFs when `want_pdf` (None: when Chromium is there)."""
+    chosen = _names(store, names)
+    which = f"for {', '.join(names)} " if names else ""
+    empty = EmptySite(
+        f"the store {store.path} holds no weekly report or digest {which}to publish: "
+        "run prhub weekly first, or prhub import a published site"
     )
-    return labels.view(window).model_copy(update={"title": f"全部 {len(digests)} 个 PR"})
+    if not chosen:
+        raise empty
+    with Site(out) as site:
+        made = _Build(site, settings, _Printer(want_pdf))
+        try:
+            for name in chosen:
+                if (repo := _repo(store, name, settings)) is not None:
+                    made.repo(repo)
+            if not made.cards:
+                raise empty
+            made.finish()
+        finally:
+            made.index.close()
+        site.finish()
+        size = site.size()
+    gone = tuple(_week_of(p) for p in site.removed_paths if _week_of(p))
+    if gone:
+        log.warning(
+            "removed %s the store no longer holds: %s",
+            plural(len(gone), "published week"),
+            ", ".join(gone),
+        )
+    if size > PAGES_LIMIT * 0.8:
+        log.warning(
+            "the site is %.0f MB, near GitHub Pages' 1 GB: publish a site per repository "
+            "(prhub site OUT --repo OWNER/NAME)",
+            size / 1e6,
+        )
+    if not base_known(settings):
+        log.info("the feeds link relative to themselves: --report-url names the site's address")
+    return SiteResult(
+        out=out,
+        repos=len(made.cards),
+        weeks=made.weeks,
+        digests=made.digests,
+        wrote=site.wrote,
+        unchanged=site.unchanged,
+        removed=site.removed,
+        pdfs=made.pdfs,
+        no_pdf=made.printer.why,
+        removed_weeks=gone,
+        size=size,
+    )
+
+
+def base_known(settings: Settings) -> bool:
+    return bool(_site_base(settings.report_url))
+
+
+def _week_of(path: str) -> str:
+    """A published week's name (OWNER/REPO/STEM) for its report's JSON, else ""."""
+    parts = path.split("/")
+    if len(parts) == 3 and parts[2].endswith(".json") and parts[2] != MANIFEST:
+        return path[: -len(".json")]
+    return ""
