@@ -117,9 +117,12 @@ class Site:
         self._lock = -1
 
     def __enter__(self) -> Site:
-        self.root.parent.mkdir(parents=True, exist_ok=True)
         lock = self.root.parent / f".{self.root.name}.prhub-lock"
-        self._lock = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise OutputError(f"cannot write the site in {self.shown}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -208,10 +211,12 @@ class Site:
             self._folders(path)
             if self._remove(path):
                 self.removed_paths.append(path)
-        record = Record(self.files, self.inputs)
-        if self._stage is None and record == self.old:
+        text = Record(self.files, self.inputs).text().encode("utf-8")
+        if self._stage is None:  # no page changed: the record alone, in place
+            if _size(self.root / RECORD) != len(text) or _differs(self.root / RECORD, text):
+                _replace(self.root / RECORD, text)
             return
-        _write(self._staged() / RECORD, record.text().encode("utf-8"))
+        _write(self._staged() / RECORD, text)
         _sync(self._staged())
         self._swap()
 
@@ -347,6 +352,20 @@ def _write(path: Path, data: bytes) -> None:
         with open(path, "xb") as handle:
             handle.write(data)
     except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Replaces one file in the live site at once: a new file beside it, synced, renamed."""
+    fresh = path.with_name(f".{path.name}.new")
+    try:
+        with open(fresh, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(fresh, path)
+    except OSError as exc:
+        fresh.unlink(missing_ok=True)
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

@@ -97,11 +97,12 @@ class Item:
     author: str
 
 
-def item(d: PRDigest, urls: Links, tz: str) -> Item:
+def item(d: PRDigest, urls: Links, tz: str, up: str = "") -> Item:
+    """A digest as a list shows it; `up` leads from the page to the repository's folder."""
     c = d.content
     marker = check_marker(d)
     flagged = (Words(" "), Flag(marker, f"未通过检查：{failed_checks(d)}")) if marker else ()
-    heading = pr_heading(urls.pr(d.number), d.number, c.title, digest_page(d.number))
+    heading = pr_heading(urls.pr(d.number), d.number, c.title, up + digest_page(d.number))
     advice = paragraphs(c.advice)
     return Item(
         heading=Line((*heading.parts, *flagged)),
@@ -196,7 +197,7 @@ class Pages:
             title=f"{name} · {month.name} · Prhub",
             links=urls,
             name=name,
-            items=tuple(item(d, urls, self.tz) for d in digests),
+            items=tuple(item(d, urls, self.tz, "../") for d in digests),
             verdicts=tuple((x, verdicts[x]) for x in VERDICTS if verdicts[x]),
             tags=tuple((t, n, tag_file(t)) for t, n in sorted(tags.items(), key=_by_count)),
             heading=month.name,
@@ -211,7 +212,7 @@ class Pages:
             title=f"{tag} · {name} · Prhub",
             links=urls,
             name=name,
-            items=tuple(item(d, urls, self.tz) for d in digests),
+            items=tuple(item(d, urls, self.tz, "../") for d in digests),
             heading=tag,
         )
         return self._page("tag.html", v)

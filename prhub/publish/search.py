@@ -204,6 +204,18 @@ def _base36(n: int) -> str:
             return text
 
 
+def _in_pieces(sets: list[set[int]], d: int) -> bool:
+    """Whether a word is in document `d` in pieces of two characters or more."""
+    start = 0
+    for i, found in enumerate(sets):
+        if d in found:
+            continue
+        if i + 1 - start < 2:
+            return False
+        start = i + 1
+    return len(sets) + 1 - start >= 2
+
+
 # What one query loads, as the page's script does it: for the benchmark and the tests.
 
 _CALL = re.compile(r"^prhubSearch\.\w+\(\d+,(.*)\);\s*$", re.S)
@@ -220,7 +232,8 @@ def needed(out: Path, query: str) -> list[str]:
     found = re.search(r'data-shards="(\d+)"', page)
     shards = int(found.group(1)) if found else 1
     files = ["search.html", "prhub.css", "prhub.js", "search.js"]
-    words = [keys(w) for w in _fold(query).split() if keys(w)]
+    typed = [w for w in _fold(query).split() if keys(w)]
+    words = [keys(w) for w in typed]
     wanted = sorted({shard(k, shards) for w in words for k in w} | {
         shard("^" + k, shards) for w in words for k in w
     })
@@ -234,14 +247,15 @@ def needed(out: Path, query: str) -> list[str]:
                 ids.add(at)
             postings[k] = ids
     scores: dict[int, int] = {}
-    for i, w in enumerate(words):
-        hits = set.intersection(*(postings.get(k, set()) for k in w))
+    for i, (word, w) in enumerate(zip(typed, words, strict=True)):
+        exact = set.intersection(*(postings.get(k, set()) for k in w))
         titled = set.intersection(*(postings.get("^" + k, set()) for k in w))
-        scores = {
-            d: scores.get(d, 0) + (10 if d in titled else 3)
-            for d in hits
-            if i == 0 or d in scores
-        }
+        found = {d: 10 if d in titled else 3 for d in exact}
+        run = _fold(word)
+        if re.fullmatch(r"[\u3400-\u9fff\uf900-\ufaff]{4,}", run):
+            sets = [postings.get(run[j : j + 2], set()) for j in range(len(run) - 1)]
+            found.update({d: 1 for d in sets[0] - exact if _in_pieces(sets, d)})
+        scores = {d: scores.get(d, 0) + s for d, s in found.items() if i == 0 or d in scores}
     ranked = sorted(scores, key=lambda d: (-scores[d], d))[:PAGE]
     files += [f"search/d/{n}.js" for n in sorted({d // CHUNK for d in ranked})]
     return files

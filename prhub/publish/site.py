@@ -277,8 +277,9 @@ class _Build:
         sha = self.put(f"{path}.json", lambda: render.weekly_json(r), h)
         self.published.append(Published(f"{path}.json", "report", r.facts.repo, sha))
         self.put(f"{path}.md", lambda: render.weekly_markdown(r, digest_link=pages.digest_page), h)
-        printed = self.site.kept(f"{path}.pdf", _key(f"{path}.pdf", h))
-        if not printed and (made := self.printer(html.weekly_html(r))) is not None:
+        wanted = self.printer.want is not False
+        printed = wanted and self.site.kept(f"{path}.pdf", _key(f"{path}.pdf", h))
+        if wanted and not printed and (made := self.printer(html.weekly_html(r))) is not None:
             self.site.put(f"{path}.pdf", _key(f"{path}.pdf", h), made)
             printed = True
         self.pdfs += printed

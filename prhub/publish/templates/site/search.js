@@ -4,8 +4,9 @@
   // Chinese characters, pieces of three letters or digits) are in shards by their hash, the
   // documents in chunks; each is a script file that hands its part to prhubSearch, so a page
   // opened from the disk loads them too. A document matches when it holds every key of every
-  // word; a word found in the title ranks above one found in the text; ties keep the index's
-  // order (the newest first). Results come PAGE at a time.
+  // word (a long Chinese word also in pieces); a word found in the title ranks above one found
+  // in the text, which ranks above one found in pieces; ties keep the index's order (the
+  // newest first). Results come PAGE at a time.
   var PAGE = 20, CHUNK = 8;
   var keys = {}, docs = {}, waiting = {};
   function fold(text) {
@@ -71,15 +72,40 @@
     }
     return found;
   }
+  function chain(word) {
+    // A Chinese word of four characters or more, as its pairs in order: it is also found in
+    // pieces of two characters or more (检查点改动 in 检查点路径的改动).
+    var run = fold(word);
+    if (!/^[\u3400-\u9fff\uf900-\ufaff]{4,}$/.test(run)) return null;
+    var pairs = [];
+    for (var i = 0; i + 2 <= run.length; i++) pairs.push(run.slice(i, i + 2));
+    return pairs;
+  }
+  function inPieces(sets, d) {
+    var start = 0;
+    for (var i = 0; i < sets.length; i++) {
+      if (sets[i].has(d)) continue;
+      if (i + 1 - start < 2) return false;
+      start = i + 1;
+    }
+    return sets.length + 1 - start >= 2;
+  }
   function rank(words) {
     var scores = null;
     words.forEach(function (w) {
-      var titled = new Set(all(w.map(function (k) { return "^" + k; })));
+      var titled = new Set(all(w.keys.map(function (k) { return "^" + k; })));
       var next = new Map();
-      all(w).forEach(function (d) {
+      function add(d, s) {
         if (scores && !scores.has(d)) return;
-        next.set(d, (scores ? scores.get(d) : 0) + (titled.has(d) ? 10 : 3));
-      });
+        next.set(d, (scores ? scores.get(d) : 0) + s);
+      }
+      var exact = all(w.keys);
+      exact.forEach(function (d) { add(d, titled.has(d) ? 10 : 3); });
+      if (w.chain) {
+        var found = new Set(exact);
+        var sets = w.chain.map(function (k) { return new Set(postings(k)); });
+        sets[0].forEach(function (d) { if (!found.has(d) && inPieces(sets, d)) add(d, 1); });
+      }
       scores = next;
     });
     var hits = scores ? Array.from(scores.keys()) : [];
@@ -136,7 +162,9 @@
       query = box.value;
       asked += 1;
       var mine = asked;
-      var words = fold(query).split(/\s+/).filter(Boolean).map(keysOf).filter(function (w) { return w.length; });
+      var words = fold(query).split(/\s+/).filter(Boolean)
+        .map(function (w) { return { keys: keysOf(w), chain: chain(w) }; })
+        .filter(function (w) { return w.keys.length; });
       list.textContent = "";
       more.hidden = true;
       hits = [];
@@ -147,7 +175,7 @@
       }
       var wanted = {};
       words.forEach(function (w) {
-        w.forEach(function (k) {
+        w.keys.forEach(function (k) {
           wanted[shardOf(k, shards)] = true;
           wanted[shardOf("^" + k, shards)] = true;
         });
