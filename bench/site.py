@@ -179,7 +179,12 @@ def synthesize(path: Path, scale: int) -> int:
                 )
                 meta = r0.meta.model_copy(update={"generated_at": start + timedelta(days=7)})
                 report = r0.model_copy(
-                    update={"facts": facts, "narrative": narrative, "digests": digests, "meta": meta}
+                    update={
+                        "facts": facts,
+                        "narrative": narrative,
+                        "digests": digests,
+                        "meta": meta,
+                    }
                 )
                 store.save_report(report)
                 made += len(digests)

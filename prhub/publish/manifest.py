@@ -41,7 +41,10 @@ class Record:
     inputs: dict[str, str] = field(default_factory=dict)  # path -> its inputs' fingerprint
 
     def text(self) -> str:
-        data = {"files": dict(sorted(self.files.items())), "inputs": dict(sorted(self.inputs.items()))}
+        data = {
+            "files": dict(sorted(self.files.items())),
+            "inputs": dict(sorted(self.inputs.items())),
+        }
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
@@ -122,7 +125,9 @@ class Site:
             self.root.parent.mkdir(parents=True, exist_ok=True)
             self._lock = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise OutputError(f"cannot write the site in {self.shown}: {exc.strerror or exc}") from None
+            raise OutputError(
+                f"cannot write the site in {self.shown}: {exc.strerror or exc}"
+            ) from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -208,11 +208,13 @@ class Pages:
     def tag(self, name: str, tag: str, digests: Sequence[PRDigest]) -> str:
         """A tag's page: its digests, newest first, each with its verdict and advice."""
         urls = links(name, {d.number: d.url for d in digests})
+        items = (item(d, urls, self.tz, "../") for d in digests)
         v = SiteView(
             title=f"{tag} · {name} · Prhub",
             links=urls,
             name=name,
-            items=tuple(item(d, urls, self.tz, "../") for d in digests),
+            # The advice's first sentence: the digest's page, a click away, has the rest.
+            items=tuple(replace(i, advice=_sentence(i.advice)) for i in items),
             heading=tag,
         )
         return self._page("tag.html", v)
@@ -268,6 +270,12 @@ class Pages:
         """The search page: its script loads the index's parts a query needs."""
         v = SiteView("搜索 · Prhub", links("", {}))
         return self._page("search.html", v, shards=shards, docs=docs)
+
+
+def _sentence(text: str) -> str:
+    """A paragraph's first sentence."""
+    end = re.search(r"[。！？]+", text)
+    return text[: end.end()] if end else text
 
 
 def _by_count(pair: tuple[str, int]) -> tuple[int, str]:

@@ -229,14 +229,15 @@ def _loaded(path: Path) -> Any:
 def needed(out: Path, query: str) -> list[str]:
     """The files the search page loads for `query` and its first page of results."""
     page = (out / "search.html").read_text(encoding="utf-8")
-    found = re.search(r'data-shards="(\d+)"', page)
-    shards = int(found.group(1)) if found else 1
+    said = re.search(r'data-shards="(\d+)"', page)
+    shards = int(said.group(1)) if said else 1
     files = ["search.html", "prhub.css", "prhub.js", "search.js"]
     typed = [w for w in _fold(query).split() if keys(w)]
     words = [keys(w) for w in typed]
-    wanted = sorted({shard(k, shards) for w in words for k in w} | {
-        shard("^" + k, shards) for w in words for k in w
-    })
+    wanted = sorted(
+        {shard(k, shards) for w in words for k in w}
+        | {shard("^" + k, shards) for w in words for k in w}
+    )
     files += [f"search/k/{n}.js" for n in wanted]
     postings: dict[str, set[int]] = {}
     for n in wanted:

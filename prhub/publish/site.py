@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -156,8 +156,11 @@ def _key(*inputs: object) -> str:
     return hashlib.sha256(repr((_version(), inputs)).encode()).hexdigest()
 
 
-def _hash(model: WeeklyReport | PRDigest) -> str:
-    return hashlib.sha256(model.model_dump_json().encode()).hexdigest()
+def _json(model: WeeklyReport | PRDigest) -> tuple[str, str]:
+    """The JSON a site publishes of a report or a digest, as --format json writes it, and its
+    fingerprint, which stands for all a page makes of it."""
+    text = model.model_dump_json(indent=2) + "\n"
+    return text, hashlib.sha256(text.encode()).hexdigest()
 
 
 class _Build:
@@ -182,7 +185,8 @@ class _Build:
         """Every file of one repository: leaves first, the pages that link to them after."""
         at, tz, name = f"{repo.name}/", self.tz, repo.name
         here, deeper = Pages(2, tz, name), Pages(3, tz, name)
-        hashes = {w.stem: _hash(w.report) for w in repo.weeks}
+        made = {w.stem: _json(w.report) for w in repo.weeks}
+        hashes = {stem: h for stem, (_, h) in made.items()}
         mains, variants = _entries(repo.weeks, tz)
         rows = {w.stem: week_row(w.report, f"{w.stem}.html") for w in repo.weeks}
         listed = [
@@ -194,7 +198,7 @@ class _Build:
         for i, m in enumerate(mains):
             around = (listed[i - 1] if i else None, listed[i + 1] if i + 1 < len(listed) else None)
             for w in (m, *variants[m.stem]):
-                self.week(at, w, hashes[w.stem], around, listed[i].variants, here)
+                self.week(at, w, made[w.stem], around, listed[i].variants, here)
                 entries.append(feed.week_entry(w.report, _repo_url(repo), w.stem, f"{w.stem}.html"))
                 for d in w.report.digests:
                     appears[d.number].append(replace(rows[w.stem], href=f"../{w.stem}.html"))
@@ -202,12 +206,13 @@ class _Build:
         tagged: dict[str, list[PRDigest]] = defaultdict(list)
         digest_hash = {}
         for d in repo.digests:
-            h = digest_hash[d.number] = _hash(d)
+            text, h = _json(d)
+            digest_hash[d.number] = h
             path = f"{at}pr/{d.number}"
-            sha = self.put(f"{path}.json", lambda d=d: render.digest_json(d), h)
+            sha = self.put(f"{path}.json", partial(str, text), h)
             self.published.append(Published(f"{path}.json", "digest", name, sha))
             shown = appears.get(d.number, [])
-            self.put(f"{path}.html", lambda d=d, s=shown: deeper.digest(d, name, s), h, shown, tz)
+            self.put(f"{path}.html", partial(deeper.digest, d, name, shown), h, shown, tz)
             self.index.add(search.digest_entry(d, f"{path}.html", tz))
             months[_month(d, tz)].append(d)
             for t in d.tags:
@@ -215,17 +220,17 @@ class _Build:
         stream = [Month(m, f"stream/{m}.html", len(ds)) for m, ds in sorted(months.items())][::-1]
         for i, month in enumerate(stream):
             ds = months[month.name]
-            around = (stream[i - 1] if i else None, stream[i + 1] if i + 1 < len(stream) else None)
+            near = (stream[i - 1] if i else None, stream[i + 1] if i + 1 < len(stream) else None)
             self.put(
                 f"{at}{month.href}",
-                lambda m=month, ds=ds, a=around: deeper.month(name, m, ds, a),
+                partial(deeper.month, name, month, ds, near),
                 [digest_hash[d.number] for d in ds],
-                around,
+                near,
             )
         for tag, ds in tagged.items():
             self.put(
                 f"{at}{tag_file(tag)}",
-                lambda t=tag, ds=ds: deeper.tag(name, t, ds),
+                partial(deeper.tag, name, tag, ds),
                 tag,
                 [digest_hash[d.number] for d in ds],
             )
@@ -267,20 +272,21 @@ class _Build:
         self,
         at: str,
         w: Week,
-        h: str,
+        made: tuple[str, str],
         around: tuple[WeekRow | None, WeekRow | None],
         variants: Sequence[tuple[str, str]],
         here: Pages,
     ) -> None:
         """A week's files: its JSON, Markdown and PDF, then its page."""
         r, path = w.report, f"{at}{w.stem}"
-        sha = self.put(f"{path}.json", lambda: render.weekly_json(r), h)
+        text, h = made
+        sha = self.put(f"{path}.json", lambda: text, h)
         self.published.append(Published(f"{path}.json", "report", r.facts.repo, sha))
         self.put(f"{path}.md", lambda: render.weekly_markdown(r, digest_link=pages.digest_page), h)
         wanted = self.printer.want is not False
         printed = wanted and self.site.kept(f"{path}.pdf", _key(f"{path}.pdf", h))
-        if wanted and not printed and (made := self.printer(html.weekly_html(r))) is not None:
-            self.site.put(f"{path}.pdf", _key(f"{path}.pdf", h), made)
+        if wanted and not printed and (doc := self.printer(html.weekly_html(r))) is not None:
+            self.site.put(f"{path}.pdf", _key(f"{path}.pdf", h), doc)
             printed = True
         self.pdfs += printed
         self.index.add(search.week_entry(r, f"{path}.html"))
