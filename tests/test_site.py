@@ -11,10 +11,8 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -22,7 +20,17 @@ import pytest
 from prhub.model import VERDICTS, PRDigest
 from prhub.publish.pages import tag_file
 from prhub.weekly.report import WeeklyReport
-from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT, assert_fails, assert_ok, cli_env, prhub
+from tests.factories import (
+    GITHUB_TOKEN,
+    OPENAI_KEY,
+    ROOT,
+    Links,
+    assert_fails,
+    assert_ok,
+    cli_env,
+    crawl,
+    prhub,
+)
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
 
@@ -138,57 +146,6 @@ def site(made: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
     build(made, out)
     return out
-
-
-class Links(HTMLParser):
-    """A page's links and the ids it holds."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-        self.ids: set[str] = set()
-        self.feed(text)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if found.get("id"):
-            self.ids.add(found["id"] or "")
-        for name in ("href", "src"):
-            if found.get(name) is not None:
-                self.hrefs.append(found[name] or "")
-
-
-def crawl(site: Path) -> dict[Path, list[str]]:
-    """Every page reachable from the home page, with the internal links it has that resolve
-    to nothing: no file, or no element of the anchor's id (a script's #q=… state aside)."""
-    seen: dict[Path, list[str]] = {}
-    parsed: dict[Path, Links] = {}
-
-    def links_of(page: Path) -> Links:
-        if page not in parsed:
-            parsed[page] = Links(page.read_text(encoding="utf-8"))
-        return parsed[page]
-
-    todo = [site / "index.html"]
-    while todo:
-        page = todo.pop()
-        if page in seen:
-            continue
-        seen[page] = []
-        for href in links_of(page).hrefs:
-            parts = urlsplit(href)
-            if parts.scheme in ("http", "https"):
-                continue
-            assert not parts.scheme and not parts.netloc and not href.startswith("/"), href
-            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
-            if site.resolve() not in [target, *target.parents] or not target.is_file():
-                seen[page].append(href)
-            elif target.suffix == ".html":
-                anchor = unquote(parts.fragment)
-                if anchor and "=" not in anchor and anchor not in links_of(target).ids:
-                    seen[page].append(href)
-                todo.append(target)
-    return seen
 
 
 def month(d: PRDigest) -> str:
