@@ -317,7 +317,8 @@ class _Build:
 
 def _entries(weeks: Sequence[Week], tz: str) -> tuple[list[Week], dict[str, list[Week]]]:
     """One entry per ISO week (in the site's time zone if it has one, else the first) with the
-    same week's other time zones inside it; each window of dates an entry of its own."""
+    same week's other time zones inside it; each window of dates an entry of its own; the
+    latest first."""
     groups: dict[object, list[Week]] = {}
     for w in weeks:
         f = w.report.facts
@@ -327,7 +328,13 @@ def _entries(weeks: Sequence[Week], tz: str) -> tuple[list[Week], dict[str, list
         main = next((w for w in group if w.report.facts.tz == tz), group[0])
         mains.append(main)
         variants[main.stem] = [w for w in group if w is not main]
-    return mains, variants
+    return sorted(mains, key=_latest, reverse=True), variants
+
+
+def _latest(w: Week) -> tuple[datetime, bool, datetime]:
+    """The latest period ends last; of two that end together, the ISO week comes first."""
+    f = w.report.facts
+    return (f.end, f.week is not None, f.start)
 
 
 def _month(d: PRDigest, tz: str) -> str:
