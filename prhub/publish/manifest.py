@@ -16,7 +16,7 @@ import os
 import shutil
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
 
 from prhub.errors import OutputError
@@ -72,10 +72,9 @@ def read(out: Path) -> Record:
 
 def _inside(path: object) -> bool:
     """Whether a recorded path names a file inside the site."""
-    if not isinstance(path, str):
+    if not isinstance(path, str) or not path or path.startswith("/"):
         return False
-    named = PurePosixPath(path)
-    return bool(named.parts) and not named.is_absolute() and ".." not in named.parts
+    return ".." not in path.split("/")
 
 
 @dataclass(frozen=True, order=True)
@@ -167,7 +166,7 @@ class Site:
         it is still there as written."""
         if self.old.inputs.get(path) != key or path not in self.old.files:
             return False
-        if not _plain_file(self.root / path) or not self._through_folders(path):
+        if not _plain_file(os.path.join(self.root, path)) or not self._through_folders(path):
             return False
         self.files[path], self.inputs[path] = self.old.files[path], key
         self.unchanged += 1
@@ -253,7 +252,7 @@ class Site:
 
     def _folders(self, path: str) -> None:
         """Refuses a path that goes through a linked folder in the site, or a file's place."""
-        parts = PurePosixPath(path).parts
+        parts = path.split("/")
         for i in range(1, len(parts)):
             folder = "/".join(parts[:i])
             if folder in self._checked:
@@ -323,9 +322,9 @@ def _folder(out: Path) -> Path:
     return Path(os.path.realpath(out))
 
 
-def _plain_file(path: Path) -> bool:
+def _plain_file(path: Path | str) -> bool:
     try:
-        return stat.S_ISREG(path.lstat().st_mode)
+        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
 

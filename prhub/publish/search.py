@@ -118,18 +118,22 @@ def _words(*texts: str) -> str:
 
 
 class Index:
-    """The documents as they come, spilled to a file; `files` writes the split index."""
+    """The documents, `note`d by address and fingerprint as a build meets them (enough to tell
+    whether the index changed), then `add`ed, spilled to a file, when it has to be written."""
 
     def __init__(self) -> None:
         self._spill: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._hash = hashlib.sha256()
         self.count = 0
+        self.added = 0
+
+    def note(self, url: str, fingerprint: str) -> None:
+        self._hash.update(f"{url}\t{fingerprint}\n".encode())
+        self.count += 1
 
     def add(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._spill.write(line)
-        self._hash.update(line.encode("utf-8"))
-        self.count += 1
+        self._spill.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.added += 1
 
     @property
     def key(self) -> str:
@@ -162,7 +166,7 @@ class Index:
                         yield _chunk(i // CHUNK, chunk)
                         chunk = []
                 if chunk:
-                    yield _chunk(self.count // CHUNK, chunk)
+                    yield _chunk(self.added // CHUNK, chunk)
                 for n, bucket in enumerate(buckets):
                     bucket.seek(0)
                     yield _shard(n, bucket)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache, partial
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from prhub.config import REPO_SHAPE, Settings
@@ -213,7 +214,7 @@ class _Build:
             self.published.append(Published(f"{path}.json", "digest", name, sha))
             shown = appears.get(d.number, [])
             self.put(f"{path}.html", partial(deeper.digest, d, name, shown), h, shown, tz)
-            self.index.add(search.digest_entry(d, f"{path}.html", tz))
+            self.index.note(f"{path}.html", h)
             months[_month(d, tz)].append(d)
             for t in d.tags:
                 tagged[t].append(d)
@@ -289,7 +290,7 @@ class _Build:
             self.site.put(f"{path}.pdf", _key(f"{path}.pdf", h), doc)
             printed = True
         self.pdfs += printed
-        self.index.add(search.week_entry(r, f"{path}.html"))
+        self.index.note(f"{path}.html", h)
         self.put(
             f"{path}.html",
             lambda: here.week(r, w.stem, printed, around, variants),
@@ -299,13 +300,16 @@ class _Build:
             variants,
         )
 
-    def finish(self) -> None:
-        """The root's files: style and script, search, the home page, the manifest."""
+    def finish(self, documents: Callable[[], Iterator[dict[str, Any]]]) -> None:
+        """The root's files: style and script, search (from `documents`, in the order the
+        repositories noted them, when it changed), the home page, the manifest."""
         for path, text in pages.assets().items():
             self.site.put(path, _key(path), text)
-        key = _key("search", self.index.key, self.index.shards)
+        key = _key("search", self.index.key, self.index.shards, self.tz)
         parts = [p for p in self.site.old.inputs if p.startswith("search/")]
         if not self.site.kept_all([*parts, "search.html"], key):
+            for entry in documents():
+                self.index.add(entry)
             for path, text in self.index.files():
                 self.site.put(path, key, text)
             page = Pages(0, self.tz).search(self.index.shards, self.index.count)
@@ -335,6 +339,16 @@ def _latest(w: Week) -> tuple[datetime, bool, datetime]:
     """The latest period ends last; of two that end together, the ISO week comes first."""
     f = w.report.facts
     return (f.end, f.week is not None, f.start)
+
+
+def _documents(repo: Repo, tz: str) -> Iterator[dict[str, Any]]:
+    """A repository's search documents, in the order a build notes them."""
+    mains, variants = _entries(repo.weeks, tz)
+    for m in mains:
+        for w in (m, *variants[m.stem]):
+            yield search.week_entry(w.report, f"{repo.name}/{w.stem}.html")
+    for d in repo.digests:
+        yield search.digest_entry(d, f"{repo.name}/pr/{d.number}.html", tz)
 
 
 def _month(d: PRDigest, tz: str) -> str:
@@ -377,7 +391,7 @@ def build(
                     made.repo(repo)
             if not made.cards:
                 raise empty
-            made.finish()
+            made.finish(partial(_again, store, chosen, settings))
         finally:
             made.index.close()
         site.finish()
@@ -410,6 +424,13 @@ def build(
         removed_weeks=gone,
         size=size,
     )
+
+
+def _again(store: Store, names: list[str], settings: Settings) -> Iterator[dict[str, Any]]:
+    """Every search document, read from the store again one repository at a time."""
+    for name in names:
+        if (repo := _repo(store, name, settings)) is not None:
+            yield from _documents(repo, settings.tz)
 
 
 def base_known(settings: Settings) -> bool:
