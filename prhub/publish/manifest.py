@@ -203,7 +203,11 @@ class Site:
         if path not in self.old.files and _plain_file(here):  # the same bytes, not yet recorded
             self.unchanged += 1
             return made
-        _write(self._staged() / path, raw)
+        stage = self._staged()
+        if stage == self.root:  # in place: each file replaced at once, never half-written
+            _replace(stage / path, raw, sync=False)
+        else:
+            _write(stage / path, raw)
         self.wrote += 1
         return made
 
@@ -220,8 +224,12 @@ class Site:
             if _size(self.root / RECORD) != len(text) or _differs(self.root / RECORD, text):
                 _replace(self.root / RECORD, text)
             return
-        _write(self._staged() / RECORD, text)
-        _sync(self._staged())
+        stage = self._staged()
+        if stage == self.root:
+            _replace(stage / RECORD, text, sync=False)
+        else:
+            _write(stage / RECORD, text)
+        _sync(stage)
         self._swap()
 
     def _remove(self, path: str) -> bool:
@@ -359,14 +367,16 @@ def _write(path: Path, data: bytes) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """Replaces one file in the live site at once: a new file beside it, synced, renamed."""
+def _replace(path: Path, data: bytes, sync: bool = True) -> None:
+    """Replaces one file in the live site at once: a new file beside it, renamed over it."""
     fresh = path.with_name(f".{path.name}.new")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(fresh, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(fresh, path)
     except OSError as exc:
         fresh.unlink(missing_ok=True)

@@ -154,3 +154,10 @@ def test_a_rebuild_renders_only_the_pages_whose_inputs_changed(tmp_path, monkeyp
         "home.html",
     }
     assert changed.wrote < 20
+
+
+def test_a_site_near_github_pages_limit_says_so(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(site, "PAGES_LIMIT", 1000)
+    result = built(tmp_path)
+    assert "near GitHub Pages' 1 GB: publish a site per repository" in caplog.text
+    assert result

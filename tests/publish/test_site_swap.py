@@ -211,3 +211,13 @@ def test_one_durable_sync_per_build_not_one_per_file(two, tmp_path, monkeypatch)
     monkeypatch.setattr(os, "fsync", lambda fd: (fsynced.append(fd), real_fsync(fd)))
     result = build(store, tmp_path / "fresh")
     assert result.wrote > 40 and len(synced) == 1 and len(fsynced) <= 1
+
+
+def test_a_mount_point_is_written_in_place_and_says_so(two, tmp_path, monkeypatch, caplog):
+    store, first, _, after = two
+    out = tmp_path / "mounted"
+    shutil.copytree(first, out)
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == out)
+    build(store, out)
+    assert "is a mount point: the site is written in place" in caplog.text
+    assert files_of(out) == after and not (tmp_path / ".mounted.prhub-build").exists()
