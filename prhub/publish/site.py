@@ -5,54 +5,34 @@ and manifest.json, the list of every report and digest JSON file for a restore. 
 relative, so the site works from any folder of any static host, or from the disk.
 
 One repository is in memory at a time; a page is rendered only when its inputs changed since
-the last build, and written into a copy of the site that is swapped in whole (manifest.Site)."""
+the last build (siteparts), and written into a copy of the site swapped in whole (swap)."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from prhub.config import REPO_SHAPE, Settings
 from prhub.digest.digest import retag
-from prhub.errors import EmptySite, PdfUnavailable
+from prhub.errors import EmptySite
 from prhub.model import PRDigest
 from prhub.options import Format
-from prhub.publish import feed, html, pages, pdf, render, search
-from prhub.publish.manifest import MANIFEST, Published, Site, manifest_json
+from prhub.publish.manifest import MANIFEST
 from prhub.publish.output import report_path
-from prhub.publish.pages import Card, Month, Pages, WeekRow, tag_file, week_row
-from prhub.publish.parts import links
-from prhub.publish.render import TEMPLATES
+from prhub.publish.siteparts import Build, Printer, Repo, Week, documents
+from prhub.publish.swap import Site
 from prhub.store.store import Store
 from prhub.text import plural
-from prhub.weekly.report import WeeklyReport
 
-__all__ = ["PAGES_LIMIT", "Repo", "SiteResult", "Week", "build", "gather"]
+__all__ = ["PAGES_LIMIT", "SiteResult", "build"]
 
 log = logging.getLogger("prhub")
 PAGES_LIMIT = 1_000_000_000  # GitHub Pages' published site
-NEWEST = 10  # digests a repository's page lists; the rest are in its months
-
-
-@dataclass(frozen=True)
-class Week:
-    report: WeeklyReport
-    stem: str  # the page's name without .html: 2026-W31, as the reports folder names it
-
-
-@dataclass(frozen=True)
-class Repo:
-    name: str
-    weeks: tuple[Week, ...]  # the latest window first
-    digests: tuple[PRDigest, ...]  # each PR's latest, the latest merged first
 
 
 @dataclass(frozen=True)
@@ -109,262 +89,8 @@ def _repo(store: Store, name: str, settings: Settings) -> Repo | None:
     return Repo(name, tuple(weeks), tuple(retag(d, settings) for d in digests))
 
 
-def gather(store: Store, names: list[str] | None, settings: Settings) -> list[Repo]:
-    """The repositories to publish, with their reports and each PR's latest digest."""
-    return [r for n in _names(store, names) if (r := _repo(store, n, settings)) is not None]
-
-
 def _merged(d: PRDigest) -> tuple[datetime, int]:
     return (d.merged_at or d.meta.created_at, d.number)
-
-
-Printer = Callable[[str], bytes | None]  # a week's page -> its PDF, or none
-
-
-class _Printer:
-    """A week's PDF printed by Chromium; none with --no-pdf, nor without Chromium unless --pdf
-    asks for them (then an error)."""
-
-    def __init__(self, want: bool | None) -> None:
-        self.want = want
-        self.why = ""  # why the site lacks a PDF, when Chromium could not print one
-
-    def __call__(self, page: str) -> bytes | None:
-        if self.want is False or self.why:
-            return None
-        try:
-            return pdf.pdf(page)
-        except PdfUnavailable as exc:
-            if self.want:
-                raise
-            self.why = str(exc)
-            return None
-
-
-@cache
-def _version() -> str:
-    """What every page is made with besides its data: prhub's templates and version."""
-    from prhub import __version__
-
-    made = hashlib.sha256(__version__.encode())
-    for path in sorted(TEMPLATES.rglob("*")):
-        if path.is_file():
-            made.update(path.name.encode() + path.read_bytes())
-    return made.hexdigest()
-
-
-def _key(*inputs: object) -> str:
-    return hashlib.sha256(repr((_version(), inputs)).encode()).hexdigest()
-
-
-def _json(model: WeeklyReport | PRDigest) -> tuple[str, str]:
-    """The JSON a site publishes of a report or a digest, as --format json writes it, and its
-    fingerprint, which stands for all a page makes of it."""
-    text = model.model_dump_json(indent=2) + "\n"
-    return text, hashlib.sha256(text.encode()).hexdigest()
-
-
-class _Build:
-    """One build: the site being written, the search index, and what it publishes."""
-
-    def __init__(self, site: Site, settings: Settings, printer: _Printer) -> None:
-        self.site, self.tz, self.printer = site, settings.tz, printer
-        self.base = _site_base(settings.report_url)
-        self.index = search.Index()
-        self.published: list[Published] = []
-        self.cards: list[Card] = []
-        self.weeks = self.digests = self.pdfs = 0
-
-    def put(self, path: str, make: Callable[[], str | bytes], *inputs: object) -> str:
-        """`path` as the last build wrote it when its inputs are the same, else made anew."""
-        key = _key(path, *inputs)
-        if self.site.kept(path, key):
-            return self.site.files[path]
-        return self.site.put(path, key, make())
-
-    def repo(self, repo: Repo) -> None:
-        """Every file of one repository: leaves first, the pages that link to them after."""
-        at, tz, name = f"{repo.name}/", self.tz, repo.name
-        here, deeper = Pages(2, tz, name), Pages(3, tz, name)
-        made = {w.stem: _json(w.report) for w in repo.weeks}
-        hashes = {stem: h for stem, (_, h) in made.items()}
-        mains, variants = _entries(repo.weeks, tz)
-        rows = {w.stem: week_row(w.report, f"{w.stem}.html") for w in repo.weeks}
-        listed = [
-            replace(rows[m.stem], variants=tuple((v.report.facts.tz, f"{v.stem}.html") for v in vs))
-            for m, vs in zip(mains, (variants[m.stem] for m in mains), strict=True)
-        ]
-        entries: list[feed.Entry] = []
-        appears: dict[int, list[WeekRow]] = defaultdict(list)
-        for i, m in enumerate(mains):
-            around = (listed[i - 1] if i else None, listed[i + 1] if i + 1 < len(listed) else None)
-            for w in (m, *variants[m.stem]):
-                self.week(at, w, made[w.stem], around, listed[i].variants, here)
-                entries.append(feed.week_entry(w.report, _repo_url(repo), w.stem, f"{w.stem}.html"))
-                for d in w.report.digests:
-                    appears[d.number].append(replace(rows[w.stem], href=f"../{w.stem}.html"))
-        months: dict[str, list[PRDigest]] = defaultdict(list)
-        tagged: dict[str, list[PRDigest]] = defaultdict(list)
-        digest_hash = {}
-        for d in repo.digests:
-            text, h = _json(d)
-            digest_hash[d.number] = h
-            path = f"{at}pr/{d.number}"
-            sha = self.put(f"{path}.json", partial(str, text), h)
-            self.published.append(Published(f"{path}.json", "digest", name, sha))
-            shown = appears.get(d.number, [])
-            self.put(f"{path}.html", partial(deeper.digest, d, name, shown), h, shown, tz)
-            self.index.note(f"{path}.html", h)
-            months[_month(d, tz)].append(d)
-            for t in d.tags:
-                tagged[t].append(d)
-        stream = [Month(m, f"stream/{m}.html", len(ds)) for m, ds in sorted(months.items())][::-1]
-        for i, month in enumerate(stream):
-            ds = months[month.name]
-            near = (stream[i - 1] if i else None, stream[i + 1] if i + 1 < len(stream) else None)
-            self.put(
-                f"{at}{month.href}",
-                partial(deeper.month, name, month, ds, near),
-                [digest_hash[d.number] for d in ds],
-                near,
-            )
-        for tag, ds in tagged.items():
-            self.put(
-                f"{at}{tag_file(tag)}",
-                partial(deeper.tag, name, tag, ds),
-                tag,
-                [digest_hash[d.number] for d in ds],
-            )
-        counts = sorted((t, len(ds)) for t, ds in tagged.items())
-        self.put(f"{at}tags.html", lambda: here.tags(name, counts), counts)
-        newest = repo.digests[: feed.DIGESTS]
-        entries += [feed.digest_entry(d, f"pr/{d.number}.html") for d in newest]
-        base = f"{self.base}{at}" if self.base else ""
-        self.put(
-            f"{at}feed.xml",
-            lambda: feed.atom(name, _repo_url(repo), "index.html", entries, base),
-            [hashes[w.stem] for w in repo.weeks],
-            [digest_hash[d.number] for d in newest],
-            base,
-        )
-        top = repo.digests[:NEWEST]
-        self.put(
-            f"{at}index.html",
-            lambda: here.repo(name, listed, top, stream, len(tagged)),
-            listed,
-            [digest_hash[d.number] for d in top],
-            stream,
-            len(tagged),
-        )
-        latest = next((r for r in listed if r.prs), None)
-        self.cards.append(
-            Card(
-                name,
-                replace(latest, href=f"{at}{latest.href}", variants=()) if latest else None,
-                len(listed),
-                len(repo.digests),
-                links(name, {d.number: d.url for d in repo.digests[:1]}),
-            )
-        )
-        self.weeks += len(repo.weeks)
-        self.digests += len(repo.digests)
-
-    def week(
-        self,
-        at: str,
-        w: Week,
-        made: tuple[str, str],
-        around: tuple[WeekRow | None, WeekRow | None],
-        variants: Sequence[tuple[str, str]],
-        here: Pages,
-    ) -> None:
-        """A week's files: its JSON, Markdown and PDF, then its page."""
-        r, path = w.report, f"{at}{w.stem}"
-        text, h = made
-        sha = self.put(f"{path}.json", lambda: text, h)
-        self.published.append(Published(f"{path}.json", "report", r.facts.repo, sha))
-        self.put(f"{path}.md", lambda: render.weekly_markdown(r, digest_link=pages.digest_page), h)
-        wanted = self.printer.want is not False
-        printed = wanted and self.site.kept(f"{path}.pdf", _key(f"{path}.pdf", h))
-        if wanted and not printed and (doc := self.printer(html.weekly_html(r))) is not None:
-            self.site.put(f"{path}.pdf", _key(f"{path}.pdf", h), doc)
-            printed = True
-        self.pdfs += printed
-        self.index.note(f"{path}.html", h)
-        self.put(
-            f"{path}.html",
-            lambda: here.week(r, w.stem, printed, around, variants),
-            h,
-            printed,
-            around,
-            variants,
-        )
-
-    def finish(self, documents: Callable[[], Iterator[dict[str, Any]]]) -> None:
-        """The root's files: style and script, search (from `documents`, in the order the
-        repositories noted them, when it changed), the home page, the manifest."""
-        for path, text in pages.assets().items():
-            self.site.put(path, _key(path), text)
-        key = _key("search", self.index.key, self.index.shards, self.tz)
-        parts = [p for p in self.site.old.inputs if p.startswith("search/")]
-        if not self.site.kept_all([*parts, "search.html"], key):
-            for entry in documents():
-                self.index.add(entry)
-            for path, text in self.index.files():
-                self.site.put(path, key, text)
-            page = Pages(0, self.tz).search(self.index.shards, self.index.count)
-            self.site.put("search.html", key, page)
-        cards = self.cards
-        self.put("index.html", lambda: Pages(0, self.tz).home(cards), cards)
-        self.site.put(MANIFEST, _key(MANIFEST), manifest_json(self.published))
-
-
-def _entries(weeks: Sequence[Week], tz: str) -> tuple[list[Week], dict[str, list[Week]]]:
-    """One entry per ISO week (in the site's time zone if it has one, else the first) with the
-    same week's other time zones inside it; each window of dates an entry of its own; the
-    latest first."""
-    groups: dict[object, list[Week]] = {}
-    for w in weeks:
-        f = w.report.facts
-        groups.setdefault((f.year, f.week) if f.week is not None else w.stem, []).append(w)
-    mains, variants = [], {}
-    for group in groups.values():
-        main = next((w for w in group if w.report.facts.tz == tz), group[0])
-        mains.append(main)
-        variants[main.stem] = [w for w in group if w is not main]
-    return sorted(mains, key=_latest, reverse=True), variants
-
-
-def _latest(w: Week) -> tuple[datetime, bool, datetime]:
-    """The latest period ends last; of two that end together, the ISO week comes first."""
-    f = w.report.facts
-    return (f.end, f.week is not None, f.start)
-
-
-def _documents(repo: Repo, tz: str) -> Iterator[dict[str, Any]]:
-    """A repository's search documents, in the order a build notes them."""
-    mains, variants = _entries(repo.weeks, tz)
-    for m in mains:
-        for w in (m, *variants[m.stem]):
-            yield search.week_entry(w.report, f"{repo.name}/{w.stem}.html")
-    for d in repo.digests:
-        yield search.digest_entry(d, f"{repo.name}/pr/{d.number}.html", tz)
-
-
-def _month(d: PRDigest, tz: str) -> str:
-    return (d.merged_at or d.meta.created_at).astimezone(ZoneInfo(tz)).strftime("%Y-%m")
-
-
-def _repo_url(repo: Repo) -> str:
-    """The repository's web address, on its digests' host (GitHub Enterprise too)."""
-    return links(repo.name, {d.number: d.url for d in repo.digests[:1]}).base
-
-
-def _site_base(report_url: str | None) -> str:
-    """The site's address, where --report-url names its week pages ({repo}/{week}.html)."""
-    if report_url and report_url.endswith("{repo}/{week}.html"):
-        return report_url[: -len("{repo}/{week}.html")]
-    return ""
 
 
 def build(
@@ -384,7 +110,7 @@ def build(
     if not chosen:
         raise empty
     with Site(out) as site:
-        made = _Build(site, settings, _Printer(want_pdf))
+        made = Build(site, settings, Printer(want_pdf))
         try:
             for name in chosen:
                 if (repo := _repo(store, name, settings)) is not None:
@@ -409,8 +135,6 @@ def build(
             "(prhub site OUT --repo OWNER/NAME)",
             size / 1e6,
         )
-    if not base_known(settings):
-        log.info("the feeds link relative to themselves: --report-url names the site's address")
     return SiteResult(
         out=out,
         repos=len(made.cards),
@@ -430,11 +154,7 @@ def _again(store: Store, names: list[str], settings: Settings) -> Iterator[dict[
     """Every search document, read from the store again one repository at a time."""
     for name in names:
         if (repo := _repo(store, name, settings)) is not None:
-            yield from _documents(repo, settings.tz)
-
-
-def base_known(settings: Settings) -> bool:
-    return bool(_site_base(settings.report_url))
+            yield from documents(repo, settings.tz)
 
 
 def _week_of(path: str) -> str:

@@ -18,8 +18,9 @@ import pytest
 
 from prhub.config import Settings
 from prhub.errors import OutputError
-from prhub.publish import manifest, site
-from prhub.publish.manifest import RECORD, Site, digest
+from prhub.publish import site, swap
+from prhub.publish.manifest import RECORD, digest
+from prhub.publish.swap import Site
 from prhub.store.store import Store
 from tests.factories import ROOT, assert_fails, cli_env, crawl, prhub, site_store
 from tests.factories import digest as fixture_digest
@@ -76,7 +77,7 @@ def two(tmp_path: Path) -> tuple[Path, Path, dict[str, bytes], dict[str, bytes]]
 
 def test_a_build_killed_at_every_tenth_write_leaves_a_whole_site(two, tmp_path, monkeypatch):
     store, first, before, after = two
-    real = manifest._write
+    real = swap._write
     writes = 0
 
     def counted(path: Path, data: bytes) -> None:
@@ -84,7 +85,7 @@ def test_a_build_killed_at_every_tenth_write_leaves_a_whole_site(two, tmp_path, 
         writes += 1
         real(path, data)
 
-    monkeypatch.setattr(manifest, "_write", counted)
+    monkeypatch.setattr(swap, "_write", counted)
     probe = tmp_path / "probe"
     shutil.copytree(first, probe)
     build(store, probe)
@@ -102,12 +103,12 @@ def test_a_build_killed_at_every_tenth_write_leaves_a_whole_site(two, tmp_path, 
                 raise Killed
             real(path, data)
 
-        monkeypatch.setattr(manifest, "_write", dying)
+        monkeypatch.setattr(swap, "_write", dying)
         with pytest.raises(Killed):
             build(store, out)
         assert broken(out) == {}, at
         assert files_of(out) == before, at  # the last site, untouched
-        monkeypatch.setattr(manifest, "_write", real)
+        monkeypatch.setattr(swap, "_write", real)
         build(store, out)
         assert files_of(out) == after, at
 
@@ -118,15 +119,15 @@ from contextlib import closing
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from prhub.config import Settings
-from prhub.publish import manifest, site
+from prhub.publish import site, swap
 from prhub.store.store import Store
-real, seen = manifest._write, [0]
+real, seen = swap._write, [0]
 def dying(path, data):
     seen[0] += 1
     if seen[0] == int(sys.argv[4]):
         os.kill(os.getpid(), signal.SIGKILL)
     real(path, data)
-manifest._write = dying
+swap._write = dying
 with closing(Store(Path(sys.argv[2]))) as s:
     site.build(Settings(), s, Path(sys.argv[3]), None, False)
 """
@@ -206,8 +207,8 @@ def test_a_dangling_link_as_the_folder_is_named_as_such(tmp_path):
 def test_one_durable_sync_per_build_not_one_per_file(two, tmp_path, monkeypatch):
     store, first, _, _ = two
     synced, fsynced = [], []
-    real_sync, real_fsync = manifest._sync, os.fsync
-    monkeypatch.setattr(manifest, "_sync", lambda f: (synced.append(f), real_sync(f)))
+    real_sync, real_fsync = swap._sync, os.fsync
+    monkeypatch.setattr(swap, "_sync", lambda f: (synced.append(f), real_sync(f)))
     monkeypatch.setattr(os, "fsync", lambda fd: (fsynced.append(fd), real_fsync(fd)))
     result = build(store, tmp_path / "fresh")
     assert result.wrote > 40 and len(synced) == 1 and len(fsynced) <= 1
