@@ -112,12 +112,22 @@
     return hits.sort(function (a, b) { return scores.get(b) - scores.get(a) || a - b; });
   }
   function snippet(text, query) {
-    var folded = fold(text), at = -1;
+    // Where the first word typed is found, with some text around it; a cut never falls inside
+    // a word of letters or digits. [before, the word as written, after].
+    var folded = fold(text), at = -1, size = 0;
     var words = fold(query).split(/\s+/).filter(Boolean);
-    for (var i = 0; i < words.length && at < 0; i++) at = folded.indexOf(words[i]);
-    if (at < 0) return text.slice(0, 90) + (text.length > 90 ? "…" : "");
-    var from = Math.max(0, at - 30);
-    return (from ? "…" : "") + text.slice(from, at + 60) + (at + 60 < text.length ? "…" : "");
+    for (var i = 0; i < words.length && at < 0; i++) {
+      at = folded.indexOf(words[i]);
+      size = words[i].length;
+    }
+    if (at < 0 || folded.length !== text.length) {
+      return [text.slice(0, 90) + (text.length > 90 ? "…" : ""), "", ""];
+    }
+    var from = Math.max(0, at - 30), to = Math.min(text.length, at + size + 60);
+    while (from > 0 && from < at && /\w/.test(text[from - 1]) && /\w/.test(text[from])) from++;
+    while (to < text.length && to > at + size && /\w/.test(text[to - 1]) && /\w/.test(text[to])) to--;
+    return [(from ? "…" : "") + text.slice(from, at), text.slice(at, at + size),
+      text.slice(at + size, to) + (to < text.length ? "…" : "")];
   }
   document.addEventListener("DOMContentLoaded", function () {
     var box = document.getElementById("q");
@@ -147,7 +157,12 @@
           meta.textContent = doc.r + " · " + doc.s;
           var hit = document.createElement("p");
           hit.className = "hit";
-          hit.textContent = snippet(doc.x, query);
+          var parts = snippet(doc.x, query);
+          var found = document.createElement("mark");
+          found.textContent = parts[1];
+          hit.appendChild(document.createTextNode(parts[0]));
+          if (parts[1]) hit.appendChild(found);
+          hit.appendChild(document.createTextNode(parts[2]));
           item.appendChild(link);
           item.appendChild(meta);
           item.appendChild(hit);
