@@ -109,21 +109,15 @@ class Build:
         here, deeper = Pages(2, tz, name), Pages(3, tz, name)
         made = {w.stem: _json(w.report) for w in repo.weeks}
         hashes = {stem: h for stem, (_, h) in made.items()}
-        mains, variants = _entries(repo.weeks, tz)
-        rows = {w.stem: week_row(w.report, f"{w.stem}.html") for w in repo.weeks}
-        listed = [
-            replace(rows[m.stem], variants=tuple((v.report.facts.tz, f"{v.stem}.html") for v in vs))
-            for m, vs in zip(mains, (variants[m.stem] for m in mains), strict=True)
-        ]
+        rows = _Rows(repo.weeks, tz, hashes)
         entries: list[feed.Entry] = []
-        appears: dict[int, list[WeekRow]] = defaultdict(list)
-        for i, m in enumerate(mains):
-            around = (listed[i - 1] if i else None, listed[i + 1] if i + 1 < len(listed) else None)
-            for w in (m, *variants[m.stem]):
-                self.week(at, w, made[w.stem], around, listed[i].variants, here)
+        appears: dict[int, list[str]] = defaultdict(list)
+        for i, m in enumerate(rows.mains):
+            for w in (m, *rows.variants[m.stem]):
+                self.week(at, w, made[w.stem], rows, i, here)
                 entries.append(feed.week_entry(w.report, _repo_url(repo), w.stem, f"{w.stem}.html"))
                 for d in w.report.digests:
-                    appears[d.number].append(replace(rows[w.stem], href=f"../{w.stem}.html"))
+                    appears[d.number].append(w.stem)
         months: dict[str, list[PRDigest]] = defaultdict(list)
         tagged: dict[str, list[PRDigest]] = defaultdict(list)
         digest_hash = {}
@@ -133,8 +127,14 @@ class Build:
             path = f"{at}pr/{d.number}"
             sha = self.put(f"{path}.json", partial(str, text), h)
             self.published.append(Published(f"{path}.json", "digest", name, sha))
-            shown = appears.get(d.number, [])
-            self.put(f"{path}.html", partial(deeper.digest, d, name, shown), h, shown, tz)
+            stems = appears.get(d.number, [])
+            self.put(
+                f"{path}.html",
+                partial(_digest_page, deeper, d, name, rows, stems),
+                h,
+                [(stem, hashes[stem]) for stem in stems],
+                tz,
+            )
             self.index.note(f"{path}.html", h)
             months[_month(d, tz)].append(d)
             for t in d.tags:
@@ -171,18 +171,19 @@ class Build:
         top = repo.digests[:NEWEST]
         self.put(
             f"{at}index.html",
-            lambda: here.repo(name, listed, top, stream, len(tagged)),
-            listed,
+            lambda: here.repo(name, rows.listed(), top, stream, len(tagged)),
+            rows.keys,
             [digest_hash[d.number] for d in top],
             stream,
             len(tagged),
         )
-        latest = next((r for r in listed if r.prs), None)
+        latest = next((i for i, m in enumerate(rows.mains) if m.report.facts.pr_count), None)
+        shown = rows.entry(latest) if latest is not None else None
         self.cards.append(
             Card(
                 name,
-                replace(latest, href=f"{at}{latest.href}", variants=()) if latest else None,
-                len(listed),
+                replace(shown, href=f"{at}{shown.href}", variants=()) if shown else None,
+                len(rows.mains),
                 len(repo.digests),
                 links(name, {d.number: d.url for d in repo.digests[:1]}),
             )
@@ -191,15 +192,9 @@ class Build:
         self.digests += len(repo.digests)
 
     def week(
-        self,
-        at: str,
-        w: Week,
-        made: tuple[str, str],
-        around: tuple[WeekRow | None, WeekRow | None],
-        variants: Sequence[tuple[str, str]],
-        here: Pages,
+        self, at: str, w: Week, made: tuple[str, str], rows: _Rows, i: int, here: Pages
     ) -> None:
-        """A week's files: its JSON, Markdown and PDF, then its page."""
+        """A week's files: its JSON, Markdown and PDF, then its page (entry `i` of `rows`)."""
         r, path = w.report, f"{at}{w.stem}"
         text, h = made
         sha = self.put(f"{path}.json", lambda: text, h)
@@ -214,11 +209,10 @@ class Build:
         self.index.note(f"{path}.html", h)
         self.put(
             f"{path}.html",
-            lambda: here.week(r, w.stem, printed, around, variants),
+            lambda: here.week(r, w.stem, printed, rows.around(i), rows.entry(i).variants),
             h,
             printed,
-            around,
-            variants,
+            rows.keys[max(0, i - 1) : i + 2],
         )
 
     def finish(self, documents: Callable[[], Iterator[dict[str, Any]]]) -> None:
@@ -238,6 +232,49 @@ class Build:
         cards = self.cards
         self.put("index.html", lambda: Pages(0, self.tz).home(cards), cards)
         self.site.put(MANIFEST, _key(MANIFEST), manifest_json(self.published))
+
+
+class _Rows:
+    """A repository's weeks as its lists show them, each made only when a page shows it: the
+    pages' inputs are the weeks' names and fingerprints."""
+
+    def __init__(self, weeks: Sequence[Week], tz: str, hashes: dict[str, str]) -> None:
+        self.mains, self.variants = _entries(weeks, tz)
+        self.by_stem = {w.stem: w for w in weeks}
+        self.hashes = hashes
+        self._made: dict[str, WeekRow] = {}
+        # What the entries are made of: each week's name and fingerprint, its variants' names.
+        self.keys = [
+            (m.stem, hashes[m.stem], tuple(v.stem for v in self.variants[m.stem]))
+            for m in self.mains
+        ]
+
+    def row(self, stem: str) -> WeekRow:
+        if stem not in self._made:
+            self._made[stem] = week_row(self.by_stem[stem].report, f"{stem}.html")
+        return self._made[stem]
+
+    def entry(self, i: int) -> WeekRow:
+        """The i-th entry: its main week's row, with its other time zones."""
+        m = self.mains[i]
+        variants = tuple((v.report.facts.tz, f"{v.stem}.html") for v in self.variants[m.stem])
+        return replace(self.row(m.stem), variants=variants)
+
+    def listed(self) -> list[WeekRow]:
+        return [self.entry(i) for i in range(len(self.mains))]
+
+    def around(self, i: int) -> tuple[WeekRow | None, WeekRow | None]:
+        """The entries before and after the i-th: newer, older."""
+        newer = self.entry(i - 1) if i else None
+        return newer, self.entry(i + 1) if i + 1 < len(self.mains) else None
+
+    def up(self, stems: Sequence[str]) -> list[WeekRow]:
+        """The rows of these weeks as a PR's page (in pr/) links them."""
+        return [replace(self.row(s), href=f"../{s}.html") for s in stems]
+
+
+def _digest_page(at: Pages, d: PRDigest, name: str, rows: _Rows, stems: list[str]) -> str:
+    return at.digest(d, name, rows.up(stems))
 
 
 def _entries(weeks: Sequence[Week], tz: str) -> tuple[list[Week], dict[str, list[Week]]]:
