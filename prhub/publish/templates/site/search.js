@@ -181,6 +181,7 @@
         .map(function (w) { return { keys: keysOf(w), chain: chain(w) }; })
         .filter(function (w) { return w.keys.length; });
       list.textContent = "";
+      count.textContent = "";  // until this query's parts are loaded: nothing stale shows
       more.hidden = true;
       hits = [];
       shown = 0;
