@@ -246,7 +246,7 @@ def digest_pages(site: Path, hrefs: list[str], at: Path) -> set[int]:
 
 
 def shown_results(page: Any) -> list[str]:
-    page.wait_for_function("document.getElementById('search-count').textContent !== ''")
+    page.wait_for_selector("#search-count:not(:empty)")  # no evaluated string: the policy
     return page.eval_on_selector_all(
         "#results a", "links => links.map(a => a.getAttribute('href'))"
     )

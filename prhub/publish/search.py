@@ -22,8 +22,19 @@ from prhub.publish.parts import CODE_SPAN, one_line
 from prhub.publish.view import weekly_title
 from prhub.weekly.report import WeeklyReport
 
-__all__ = ["CHUNK", "PAGE", "Index", "digest_entry", "keys", "needed", "plain", "week_entry"]
+__all__ = [
+    "CHUNK",
+    "FOLDER",
+    "PAGE",
+    "Index",
+    "digest_entry",
+    "keys",
+    "needed",
+    "plain",
+    "week_entry",
+]
 
+FOLDER = "search.index"  # a dot: no GitHub owner has one, so no repository's folder is it
 CHUNK = 8  # documents a chunk file holds
 PAGE = 20  # results a page of results shows: the chunks it loads stay few
 DOCS_PER_SHARD = 24  # about 60 KB of keys a shard
@@ -176,7 +187,7 @@ class Index:
 
 
 def _chunk(n: int, lines: list[str]) -> tuple[str, str]:
-    return f"search/d/{n}.js", f"prhubSearch.docs({n},[{','.join(lines)}]);\n"
+    return f"{FOLDER}/d/{n}.js", f"prhubSearch.docs({n},[{','.join(lines)}]);\n"
 
 
 def _shard(n: int, lines: IO[str]) -> tuple[str, str]:
@@ -187,7 +198,7 @@ def _shard(n: int, lines: IO[str]) -> tuple[str, str]:
         postings.setdefault(key, []).append(int(at))
     encoded = {k: _gaps(v) for k, v in sorted(postings.items())}
     body = json.dumps(encoded, ensure_ascii=False, separators=(",", ":"))
-    return f"search/k/{n}.js", f"prhubSearch.keys({n},{body});\n"
+    return f"{FOLDER}/k/{n}.js", f"prhubSearch.keys({n},{body});\n"
 
 
 def _gaps(ids: list[int]) -> str:
@@ -242,10 +253,10 @@ def needed(out: Path, query: str) -> list[str]:
         {shard(k, shards) for w in words for k in w}
         | {shard("^" + k, shards) for w in words for k in w}
     )
-    files += [f"search/k/{n}.js" for n in wanted]
+    files += [f"{FOLDER}/k/{n}.js" for n in wanted]
     postings: dict[str, set[int]] = {}
     for n in wanted:
-        for k, gaps in (_loaded(out / f"search/k/{n}.js") or {}).items():
+        for k, gaps in (_loaded(out / f"{FOLDER}/k/{n}.js") or {}).items():
             at, ids = 0, set()
             for g in gaps.split(","):
                 at += int(g, 36)
@@ -262,5 +273,5 @@ def needed(out: Path, query: str) -> list[str]:
             found.update({d: 1 for d in sets[0] - exact if _in_pieces(sets, d)})
         scores = {d: scores.get(d, 0) + s for d, s in found.items() if i == 0 or d in scores}
     ranked = sorted(scores, key=lambda d: (-scores[d], d))[:PAGE]
-    files += [f"search/d/{n}.js" for n in sorted({d // CHUNK for d in ranked})]
+    files += [f"{FOLDER}/d/{n}.js" for n in sorted({d // CHUNK for d in ranked})]
     return files

@@ -221,7 +221,7 @@ class Build:
         for path, text in pages.assets().items():
             self.site.put(path, _key(path), text)
         key = _key("search", self.index.key, self.index.shards, self.tz)
-        parts = [p for p in self.site.old.inputs if p.startswith("search/")]
+        parts = [p for p in self.site.old.inputs if p.startswith(f"{search.FOLDER}/")]
         if not self.site.kept_all([*parts, "search.html"], key):
             for entry in documents():
                 self.index.add(entry)

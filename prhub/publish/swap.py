@@ -221,21 +221,29 @@ class Site:
         stage = self._staged()
         if stage == self.root:
             return
-        if not self.root.is_dir():
-            os.rename(stage, self.root)
-        elif _exchange(stage, self.root):
-            shutil.rmtree(stage)  # now the last site
-        else:
-            aside = self._beside("old")
-            os.rename(self.root, aside)
-            os.rename(stage, self.root)
-            shutil.rmtree(aside)
+        try:
+            self._swapped(stage)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot swap the new site into {self.shown}: {exc.strerror or exc}"
+            ) from None
         self._stage = None
         fd = os.open(self.root.parent, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def _swapped(self, stage: Path) -> None:
+        if not self.root.is_dir():
+            os.rename(stage, self.root)
+        elif _exchange(stage, self.root):
+            shutil.rmtree(stage, ignore_errors=True)  # the last site; what stays, the next clears
+        else:
+            aside = self._beside("old")
+            os.rename(self.root, aside)
+            os.rename(stage, self.root)
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 def _folder(out: Path) -> Path:

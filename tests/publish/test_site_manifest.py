@@ -74,7 +74,7 @@ def test_a_site_of_one_repository_holds_it_alone_and_whole(tmp_path):
     assert {f["repo"] for f in listed} == {"acme/rocket"}
     home = (out / "index.html").read_text()
     assert "acme/rocket" in home and "other/tool" not in home
-    for shard in (out / "search").rglob("*.js"):
+    for shard in (out / "search.index").rglob("*.js"):
         assert "other/tool" not in shard.read_text()
     # Every file a search loads is in the site.
     for query in ("采样", "rollout", "#101"):

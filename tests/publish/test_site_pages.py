@@ -91,7 +91,7 @@ def test_a_failed_digest_without_a_body_shows_what_it_has_under_its_marker(tmp_p
 def test_search_holds_each_digests_whole_text_as_plain_text(tmp_path):
     _, out = built(tmp_path)
     docs = []
-    for chunk in sorted((out / "search" / "d").glob("*.js")):
+    for chunk in sorted((out / "search.index" / "d").glob("*.js")):
         body = re.match(r"prhubSearch\.docs\(\d+,(.*)\);\s*$", chunk.read_text(), re.S)
         assert body
         docs += json.loads(body.group(1))

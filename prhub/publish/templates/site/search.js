@@ -36,7 +36,7 @@
     if (waiting[name]) return waiting[name].push(done);
     waiting[name] = [done];
     var tag = document.createElement("script");
-    tag.src = root + "search/" + kind + "/" + n + ".js";
+    tag.src = root + "search.index/" + kind + "/" + n + ".js";
     tag.onerror = function () {
       (kind === "k" ? keys : docs)[n] = kind === "k" ? {} : [];
       tag.onload();
