@@ -17,8 +17,10 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -567,3 +569,117 @@ def digest_of(
 
     with Run(config, "summarize", source=source, llm=llm, store=store) as run:
         return week.summarize(run, number)
+
+
+def site_store(path: Path) -> Path:
+    """A store for a site: acme/rocket's week 31 in Asia/Shanghai and in UTC, a window of
+    dates, an empty later week 32, and #120, a digest that failed its checks with no body."""
+    from datetime import timedelta
+
+    from prhub.store.store import Store
+
+    r = report()
+    f = r.facts
+    utc = r.model_copy(
+        update={
+            "facts": f.model_copy(
+                update={
+                    "tz": "UTC",
+                    "start": f.start + timedelta(hours=8),
+                    "end": f.end + timedelta(hours=8),
+                }
+            )
+        }
+    )
+    window = r.model_copy(
+        update={
+            "facts": f.model_copy(
+                update={"week": None, "start": f.start + timedelta(days=2), "end": f.end}
+            )
+        }
+    )
+    empty = empty_report()
+    later = {"week": 32, "start": f.start + timedelta(days=7), "end": f.end + timedelta(days=7)}
+    empty = empty.model_copy(update={"facts": empty.facts.model_copy(update=later)})
+    d = digest()
+    bare = d.model_copy(
+        update={
+            "number": 120,
+            "url": "https://github.com/acme/rocket/pull/120",
+            "content": d.content.model_copy(
+                update={
+                    "advice": "",
+                    "design_decisions": [],
+                    "risks": [],
+                    "follow_ups": [],
+                    "importance": 2.3,
+                    "importance_reason": "",
+                }
+            ),
+            "meta": d.meta.model_copy(
+                update={"failed_checks": ["advice_uncited"], "cache_key": "bare-120"}
+            ),
+        }
+    )
+    store = Store(path)
+    try:
+        for made in (r, utc, window, empty):
+            store.save_report(made)
+        store.save_digest(bare)
+    finally:
+        store.close()
+    return path
+
+
+# A built site's links
+
+
+class Links(HTMLParser):
+    """A page's links and the ids it holds."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.add(found["id"] or "")
+        for name in ("href", "src"):
+            if found.get(name) is not None:
+                self.hrefs.append(found[name] or "")
+
+
+def crawl(site: Path) -> dict[Path, list[str]]:
+    """Every page reachable from the home page, with the internal links it has that resolve
+    to nothing: no file, or no element of the anchor's id (a script's #q=… state aside)."""
+    seen: dict[Path, list[str]] = {}
+    parsed: dict[Path, Links] = {}
+
+    def links_of(page: Path) -> Links:
+        if page not in parsed:
+            parsed[page] = Links(page.read_text(encoding="utf-8"))
+        return parsed[page]
+
+    todo = [site / "index.html"]
+    while todo:
+        page = todo.pop()
+        if page in seen:
+            continue
+        seen[page] = []
+        for href in links_of(page).hrefs:
+            parts = urlsplit(href)
+            if parts.scheme in ("http", "https"):
+                continue
+            assert not parts.scheme and not parts.netloc and not href.startswith("/"), href
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if site.resolve() not in [target, *target.parents] or not target.is_file():
+                seen[page].append(href)
+            elif target.suffix == ".html":
+                anchor = unquote(parts.fragment)
+                if anchor and "=" not in anchor and anchor not in links_of(target).ids:
+                    seen[page].append(href)
+                todo.append(target)
+    return seen

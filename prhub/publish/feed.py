@@ -1,5 +1,6 @@
-"""A repository's Atom feed (RFC 4287): its weekly reports and latest digests. Ids and times come
-from the data, never the clock, so the same store gives the same bytes."""
+"""A repository's Atom feed (RFC 4287): its weekly reports and latest digests, their summaries
+as plain text (no Markdown). Ids and times come from the data, never the clock, so the same
+store gives the same bytes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from xml.etree import ElementTree
 
 from prhub.model import PRDigest, WeeklyReport
 from prhub.publish.parts import one_line, paragraphs
+from prhub.publish.search import plain
 from prhub.publish.view import weekly_title
 from prhub.weekly.prose import lead
 
@@ -41,7 +43,7 @@ def week_entry(r: WeeklyReport, repo_url: str, stem: str, link: str) -> Entry:
         title=weekly_title(r),
         link=link,
         updated=r.meta.generated_at or r.facts.end,
-        summary=(n.lead or lead(r.facts)) if n else lead(r.facts),
+        summary=plain((n.lead or lead(r.facts)) if n else lead(r.facts)),
         published=r.facts.end,
     )
 
@@ -51,25 +53,28 @@ def digest_entry(d: PRDigest, link: str) -> Entry:
     advice = paragraphs(d.content.advice)
     return Entry(
         id=d.url,
-        title=f"#{d.number} {one_line(d.content.title)}",
+        title=f"#{d.number} {plain(d.content.title)}",
         link=link,
         updated=d.meta.created_at,
         summary=f"{d.content.verdict}（约 {d.content.minutes} 分钟）。"
-        + (advice[0] if advice else ""),
+        + plain(advice[0] if advice else ""),
         published=d.merged_at,
         related=d.url,
     )
 
 
-def atom(repo: str, repo_url: str, home: str, entries: Iterable[Entry]) -> str:
-    """The feed's XML: newest entries first; `home` is the repository's page, relative."""
+def atom(repo: str, repo_url: str, home: str, entries: Iterable[Entry], base: str = "") -> str:
+    """The feed's XML: newest entries first; `home` is the repository's page, and each entry's
+    link, relative to the feed, made absolute on `base` (the feed's folder's address)."""
     ordered = sorted(entries, key=lambda e: (e.updated, e.id), reverse=True)
     root = ElementTree.Element("feed", {"xmlns": ATOM, "xml:lang": "zh-CN"})
     _text(root, "id", f"{repo_url}#prhub")
     _text(root, "title", f"{repo} · Prhub 导读与周报")
     _text(root, "updated", _time(max((e.updated for e in ordered), default=_EPOCH)))
-    ElementTree.SubElement(root, "link", {"rel": "alternate", "type": "text/html", "href": home})
-    ElementTree.SubElement(root, "link", {"rel": "self", "href": "feed.xml"})
+    ElementTree.SubElement(
+        root, "link", {"rel": "alternate", "type": "text/html", "href": base + home}
+    )
+    ElementTree.SubElement(root, "link", {"rel": "self", "href": f"{base}feed.xml"})
     author = ElementTree.SubElement(root, "author")
     _text(author, "name", repo)
     _text(root, "generator", "prhub")
@@ -77,7 +82,7 @@ def atom(repo: str, repo_url: str, home: str, entries: Iterable[Entry]) -> str:
         entry = ElementTree.SubElement(root, "entry")
         _text(entry, "id", e.id)
         _text(entry, "title", e.title)
-        ElementTree.SubElement(entry, "link", {"rel": "alternate", "href": e.link})
+        ElementTree.SubElement(entry, "link", {"rel": "alternate", "href": base + e.link})
         if e.related:
             ElementTree.SubElement(entry, "link", {"rel": "related", "href": e.related})
         _text(entry, "updated", _time(e.updated))

@@ -76,7 +76,7 @@ def _marked(text: str, pr_url: Callable[[int], str] | None) -> Markup:
     for match in _INLINE.finditer(text):
         out.append(escape(text[last : match.start()]))
         if match.group(3) is None:
-            out.append(Markup("<code>%s</code>") % match.group(2))
+            out.append(Markup("<code>%s</code>") % _breaks(match.group(2)))
         elif pr_url is None or (number := linked_pr(_reference(match))) is None:
             out.append(escape(match.group(0)))
         else:
@@ -99,20 +99,24 @@ def _link(number: int, url: str) -> Markup:
 
 @jinja2.pass_context
 def _inline(context: jinja2.runtime.Context, x: Text) -> Markup:
-    return html_text(x, context["v"].links)
+    return html_text(x, context["v"].links, context.get("tag_href"))
 
 
-def html_text(x: Text, links: Links) -> Markup:
-    """A view's text as HTML: data escaped and marked up, prhub's words escaped, PRs linked."""
+def html_text(x: Text, links: Links, tag_href: Callable[[str], str] | None = None) -> Markup:
+    """A view's text as HTML: data escaped and marked up, prhub's words escaped, PRs linked,
+    and each tag linked to its page where `tag_href` gives one."""
     match x:
         case str():
             return inline(x, links.pr)
         case parts.Words():
             return _marked(x.text, links.pr)
         case parts.TagCode() | parts.Tag():
-            return Markup('<code class="tag">%s</code>') % _joints(one_line(x.text))
+            tag = Markup('<code class="tag">%s</code>') % _joints(one_line(x.text))
+            if tag_href is None:
+                return tag
+            return Markup('<a class="tag" href="%s">%s</a>') % (tag_href(x.text), tag)
         case parts.Code():
-            return Markup("<code>%s</code>") % one_line(x.text)
+            return Markup("<code>%s</code>") % _breaks(one_line(x.text))
         case parts.Strong():
             return Markup("<strong>%s</strong>") % x.text
         case parts.Verdict():
@@ -126,11 +130,20 @@ def html_text(x: Text, links: Links) -> Markup:
         case parts.Refs():
             return Markup(x.sep).join(_link(n, url) for n, url in x.prs) or Markup("—")
         case parts.Line():
-            return Markup("").join(html_text(p, links) for p in x.parts)
+            return Markup("").join(html_text(p, links, tag_href) for p in x.parts)
 
 
 # Where a tag may break: after a mark between its words (transfer_queue, area/rollout).
 _JOINT = re.compile(r"(?<=[^\w\s]|_)(?=\S)")
+
+
+# Where an identifier may break: after `/ _ . -` and between the humps of camelCase.
+_BREAK = re.compile(r"(?<=[/_.\-])(?=\w)|(?<=[a-z])(?=[A-Z])")
+
+
+def _breaks(code: str) -> Markup:
+    """A code span that breaks only between an identifier's words, never inside one."""
+    return Markup("<wbr>").join(escape(piece) for piece in _BREAK.split(code))
 
 
 def _joints(tag: str) -> Markup:

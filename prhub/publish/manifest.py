@@ -1,24 +1,19 @@
-"""A site's files written into its folder, and the record of them (`.prhub-site` in it): a
-rebuild replaces only files prhub wrote, removes the ones it no longer makes, leaves every
-other file alone, and reuses a PDF whose page did not change."""
+"""What a site holds: the record of what a build wrote (`.prhub-site`, a dotfile no host
+publishes: each file's fingerprint and its inputs'), and the published manifest.json, the list
+of every report and digest JSON file a restore from the site reads."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from prhub.errors import OutputError
-from prhub.publish.output import write
-from prhub.text import plural
-
-__all__ = ["RECORD", "Record", "Written", "digest", "read", "reused", "write_site"]
+__all__ = ["MANIFEST", "RECORD", "Published", "Record", "digest", "manifest_json", "read"]
 
 RECORD = ".prhub-site"  # a dotfile: hosts such as GitHub Pages do not publish it
+MANIFEST = "manifest.json"  # published: what a restore from the site reads
 log = logging.getLogger("prhub")
 
 
@@ -29,24 +24,17 @@ def digest(data: bytes | str) -> str:
 
 @dataclass(frozen=True)
 class Record:
-    """What a build wrote: each file's fingerprint, and each PDF's page's."""
+    """What a build wrote: each file's fingerprint, and the fingerprint of what it was made from."""
 
-    files: Mapping[str, str] = field(default_factory=dict)  # path in the site -> fingerprint
-    printed: Mapping[str, str] = field(default_factory=dict)  # a PDF's path -> its page's
+    files: dict[str, str] = field(default_factory=dict)  # path in the site -> fingerprint
+    inputs: dict[str, str] = field(default_factory=dict)  # path -> its inputs' fingerprint
 
     def text(self) -> str:
         data = {
             "files": dict(sorted(self.files.items())),
-            "printed": dict(sorted(self.printed.items())),
+            "inputs": dict(sorted(self.inputs.items())),
         }
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
-
-
-@dataclass
-class Written:
-    wrote: int = 0
-    unchanged: int = 0
-    removed: int = 0
 
 
 def read(out: Path) -> Record:
@@ -54,13 +42,13 @@ def read(out: Path) -> Record:
     prhub's (then every file there counts as someone else's)."""
     try:
         data = json.loads((out / RECORD).read_bytes())
-        files, printed = data["files"], data["printed"]
-        if not all(isinstance(v, str) for v in [*files.values(), *printed.values()]):
+        files, inputs = data["files"], data.get("inputs", {})
+        if not all(isinstance(v, str) for v in [*files.values(), *inputs.values()]):
             raise ValueError("not a record")
         # Only paths inside the site: a record edited by hand can send no removal outside it.
         return Record(
             {k: v for k, v in files.items() if _inside(k)},
-            {k: v for k, v in printed.items() if _inside(k)},
+            {k: v for k, v in inputs.items() if _inside(k) and k in files},
         )
     except FileNotFoundError:
         return Record()
@@ -73,89 +61,33 @@ def read(out: Path) -> Record:
 
 def _inside(path: object) -> bool:
     """Whether a recorded path names a file inside the site."""
-    if not isinstance(path, str):
+    if not isinstance(path, str) or not path or path.startswith("/"):
         return False
-    named = PurePosixPath(path)
-    return bool(named.parts) and not named.is_absolute() and ".." not in named.parts
+    return ".." not in path.split("/")
 
 
-def reused(out: Path, record: Record, path: str, page: str) -> bytes | None:
-    """The PDF at `path` as the last build wrote it, when it was printed from this `page`."""
-    if record.printed.get(path) != digest(page):
-        return None
-    try:
-        data = (out / path).read_bytes()
-    except OSError:
-        return None
-    return data if digest(data) == record.files.get(path) else None
+@dataclass(frozen=True, order=True)
+class Published:
+    """A report's or a digest's JSON file as the published manifest lists it."""
+
+    path: str  # relative to the site's root
+    kind: str  # "report" or "digest"
+    repo: str
+    sha256: str
 
 
-def write_site(
-    out: Path, files: Mapping[str, bytes], printed: Mapping[str, str], old: Record
-) -> Written:
-    """Writes `files` (paths in the site) into `out`, then removes what the last build wrote
-    and this one does not make; a file prhub did not write is never replaced or removed."""
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"cannot build the site in {out}: it is a file, not a folder")
-    theirs = [p for p in sorted(files) if p not in old.files and _differs(out / p, files[p])]
-    if theirs:
-        more = f" (and {plural(len(theirs) - 1, 'other')})" if len(theirs) > 1 else ""
-        raise OutputError(
-            f"cannot build the site in {out}: {out / theirs[0]}{more} exists and prhub did not "
-            "write it; build into an empty folder or move it away"
-        )
-    new = Record({p: digest(data) for p, data in files.items()}, dict(printed))
-    # Claimed before they are written: a build stopped half-way still knows its files.
-    _record(out, Record({**old.files, **new.files}, {**old.printed, **new.printed}))
-    done = Written()
-    for path, data in sorted(files.items()):
-        if write(data, out / path):
-            done.wrote += 1
-        else:
-            done.unchanged += 1
-    for path in sorted(set(old.files) - set(files)):
-        done.removed += _remove(out, path, old.files[path])
-    _record(out, new)
-    return done
+def manifest_json(files: list[Published]) -> str:
+    """The site's manifest: every report and digest JSON file it holds, sorted by path."""
+    from prhub import __version__
 
-
-def _differs(path: Path, data: bytes) -> bool:
-    """True when `path` holds something other than `data` (or is no regular file)."""
-    if not os.path.lexists(path):
-        return False
-    try:
-        return path.is_symlink() or not path.is_file() or path.read_bytes() != data
-    except OSError:
-        return True
-
-
-def _record(out: Path, record: Record) -> None:
-    write(record.text(), out / RECORD)
-
-
-def _remove(out: Path, path: str, fingerprint: str) -> int:
-    """Removes a file the last build wrote, unless it changed since; then its empty folders."""
-    target = out / path
-    try:
-        if (
-            target.is_symlink()
-            or not target.is_file()
-            or digest(target.read_bytes()) != fingerprint
-        ):
-            log.warning(
-                "kept %s: prhub no longer makes it, but it changed since prhub wrote it", target
-            )
-            return 0
-        target.unlink()
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:
-        raise OutputError(f"cannot remove {target}: {exc.strerror or exc}") from None
-    folder = target.parent
-    while folder != out and out in folder.parents:
-        try:
-            folder.rmdir()  # only an empty one
-        except OSError:
-            break
-        folder = folder.parent
-    return 1
+    listed = sorted(files)
+    data = {
+        "format": 1,
+        "generator": f"prhub {__version__}",
+        "reports": sum(f.kind == "report" for f in listed),
+        "digests": sum(f.kind == "digest" for f in listed),
+        "files": [
+            {"path": f.path, "kind": f.kind, "repo": f.repo, "sha256": f.sha256} for f in listed
+        ],
+    }
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"

@@ -1,26 +1,26 @@
-"""The site's pages from the views: the home page, a repository's weeks and stream of digests,
-its tag view, a week's page, a PR's page and the search page. Each page inlines its style and
-script, loads nothing, and links only relative to where it is."""
+"""The site's pages from the views: the home page, a repository's weeks, its stream of digests
+by month, a page per tag and their index, a week's page, a PR's page and the search page. Every
+page loads the site's one style and one script (prhub.css, prhub.js at the root), and links
+only relative to where it is."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
-
-from markupsafe import Markup
 
 from prhub.model import VERDICTS, PRDigest, WeeklyReport
 from prhub.publish import html, view
 from prhub.publish.footers import MARKER, failed_checks, local_time
 from prhub.publish.parts import Flag, Line, Links, Verdict, Words, links, paragraphs, pr_heading
 from prhub.publish.render import TEMPLATES
-from prhub.publish.rows import LabelsView
-from prhub.publish.view import check_marker, period, tags_view, weekly_title, weekly_view
+from prhub.publish.view import check_marker, period, weekly_title, weekly_view
 
-__all__ = ["Pages", "WeekRow", "digest_page", "week_row"]
+__all__ = ["Item", "Pages", "WeekRow", "assets", "digest_page", "item", "tag_file", "week_row"]
 
 
 def digest_page(number: int) -> str:
@@ -28,9 +28,19 @@ def digest_page(number: int) -> str:
     return f"pr/{number}.html"
 
 
+def tag_file(tag: str) -> str:
+    """A tag's page in its repository's folder, by a name that stays the tag's for good: the
+    tag itself when it is a plain word, else its word characters and a short hash."""
+    if re.fullmatch(r"[^\W_][\w.-]*", tag) and tag == tag.lower():
+        return f"tags/{tag}.html"
+    slug = re.sub(r"[^\w.-]+", "-", tag.lower()).strip("-._") or "tag"
+    return f"tags/{slug}-{hashlib.sha256(tag.encode()).hexdigest()[:6]}.html"
+
+
 @dataclass(frozen=True)
 class WeekRow:
-    """A week as a list shows it: its page, title, window, counts, and what it lacks."""
+    """A week as a list shows it: its page, title, window, counts, what it lacks, and the same
+    ISO week's reports in other time zones."""
 
     href: str
     title: str
@@ -39,6 +49,7 @@ class WeekRow:
     key_prs: int
     lead: str
     flag: Flag | None  # for a week with PRs missing or digests failing checks: its notice
+    variants: tuple[tuple[str, str], ...] = ()  # (time zone, page) of the same ISO week
 
 
 def week_row(r: WeeklyReport, href: str) -> WeekRow:
@@ -62,7 +73,7 @@ def _missing(r: WeeklyReport) -> bool:
 
 @dataclass(frozen=True)
 class Card:
-    """A repository on the home page, with its latest week."""
+    """A repository on the home page, with its latest week that has PRs."""
 
     name: str
     latest: WeekRow | None
@@ -73,16 +84,44 @@ class Card:
 
 @dataclass(frozen=True)
 class Item:
-    """A digest in a repository's stream, as 000 and 002 list them."""
+    """A digest in a list, as 000, 002 and 004 list them."""
 
     heading: Line  # with the marker of failed checks, naming them
     verdict: Verdict
     minutes: int
     importance: float
     advice: str  # the first paragraph
-    tags: tuple[str, ...]
+    tags: tuple[tuple[str, str], ...]  # each tag and its page, from the repository's folder
     merged: str
     author: str
+
+
+def item(d: PRDigest, urls: Links, tz: str, up: str = "") -> Item:
+    """A digest as a list shows it; `up` leads from the page to the repository's folder."""
+    c = d.content
+    marker = check_marker(d)
+    flagged = (Words(" "), Flag(marker, f"未通过检查：{failed_checks(d)}")) if marker else ()
+    heading = pr_heading(urls.pr(d.number), d.number, c.title, up + digest_page(d.number))
+    advice = paragraphs(c.advice)
+    return Item(
+        heading=Line((*heading.parts, *flagged)),
+        verdict=Verdict(c.verdict),
+        minutes=c.minutes,
+        importance=c.importance,
+        advice=advice[0] if advice else "",
+        tags=tuple((t, tag_file(t)) for t in d.tags),
+        merged=local_time(d.merged_at, tz)[:10] if d.merged_at else "未合并",
+        author=d.author,
+    )
+
+
+@dataclass(frozen=True)
+class Month:
+    """A month of a repository's stream: its page and how many digests it holds."""
+
+    name: str  # 2026-07
+    href: str  # from the repository's folder
+    count: int
 
 
 @dataclass(frozen=True)
@@ -96,103 +135,161 @@ class SiteView:
     weeks: tuple[WeekRow, ...] = ()
     items: tuple[Item, ...] = ()
     verdicts: tuple[tuple[str, int], ...] = ()
-    tags: tuple[tuple[str, int], ...] = ()
+    tags: tuple[tuple[str, int, str], ...] = ()  # tag, count, page
+    months: tuple[Month, ...] = ()
+    heading: str = ""
 
 
 class Pages:
     """The pages at one depth under the site's root (0: the root, 2: a repository's folder)."""
 
-    def __init__(self, depth: int, tz: str) -> None:
+    def __init__(self, depth: int, tz: str, repo: str = "") -> None:
         self.root = "../" * depth
         self.tz = tz
+        self.of = repo  # whose tags a page links: the repository's folder from here
+        self.here = "../" * (depth - 2) if repo else ""
 
-    def _page(self, template: str, v: object, script: str = "site.js", **values: Any) -> str:
+    def _page(self, template: str, v: object, **values: Any) -> str:
         return (
             html.page_environment()
             .get_template(f"site/{template}")
-            .render(**_assets(script), v=v, root=self.root, text=html.html_text, **values)
+            .render(
+                v=v,
+                root=self.root,
+                text=html.html_text,
+                tag_href=lambda t: f"{self.here}{tag_file(t)}",
+                **values,
+            )
         )
 
-    def home(self, cards: Sequence[tuple[str, WeekRow | None, int, int, Links]]) -> str:
-        made = tuple(Card(*c) for c in cards)
-        return self._page("home.html", SiteView("Prhub", links("", {}), cards=made))
+    def home(self, cards: Sequence[Card]) -> str:
+        return self._page("home.html", SiteView("Prhub", links("", {}), cards=tuple(cards)))
 
-    def repo(self, name: str, weeks: Sequence[WeekRow], digests: Sequence[PRDigest]) -> str:
-        """A repository's weeks, newest first, and its digests, filterable by verdict and tag."""
-        urls = links(name, {d.number: d.url for d in digests})
-        items = tuple(_item(d, urls, self.tz) for d in digests)
-        verdicts = Counter[str](d.content.verdict for d in digests)
-        tags = Counter(t for d in digests for t in d.tags)
+    def repo(
+        self,
+        name: str,
+        weeks: Sequence[WeekRow],
+        newest: Sequence[PRDigest],
+        months: Sequence[Month],
+        tags: int,
+    ) -> str:
+        """A repository's weeks, newest first, its newest digests and its stream's months."""
+        urls = links(name, {d.number: d.url for d in newest})
         v = SiteView(
             title=f"{name} · Prhub",
             links=urls,
             name=name,
             weeks=tuple(weeks),
-            items=items,
-            verdicts=tuple((x, verdicts[x]) for x in VERDICTS if verdicts[x]),
-            tags=tuple(sorted(tags.items(), key=lambda t: (-t[1], t[0]))),
+            items=tuple(item(d, urls, self.tz) for d in newest),
+            months=tuple(months),
         )
-        return self._page("repo.html", v)
+        return self._page("repo.html", v, tag_count=tags, total=sum(m.count for m in months))
+
+    def month(
+        self, name: str, month: Month, digests: Sequence[PRDigest], around: Sequence[Month | None]
+    ) -> str:
+        """A month of the stream: its digests, filterable by verdict and tag."""
+        urls = links(name, {d.number: d.url for d in digests})
+        verdicts = Counter[str](d.content.verdict for d in digests)
+        tags = Counter(t for d in digests for t in d.tags)
+        v = SiteView(
+            title=f"{name} · {month.name} · Prhub",
+            links=urls,
+            name=name,
+            items=tuple(item(d, urls, self.tz, "../") for d in digests),
+            verdicts=tuple((x, verdicts[x]) for x in VERDICTS if verdicts[x]),
+            tags=tuple((t, n, tag_file(t)) for t, n in sorted(tags.items(), key=_by_count)),
+            heading=month.name,
+        )
+        newer, older = around
+        return self._page("month.html", v, newer=newer, older=older)
+
+    def tag(self, name: str, tag: str, digests: Sequence[PRDigest]) -> str:
+        """A tag's page: its digests, newest first, each with its verdict and advice."""
+        urls = links(name, {d.number: d.url for d in digests})
+        items = (item(d, urls, self.tz, "../") for d in digests)
+        v = SiteView(
+            title=f"{tag} · {name} · Prhub",
+            links=urls,
+            name=name,
+            # The advice's first sentence: the digest's page, a click away, has the rest.
+            items=tuple(replace(i, advice=_sentence(i.advice)) for i in items),
+            heading=tag,
+        )
+        return self._page("tag.html", v)
+
+    def tags(self, name: str, counts: Sequence[tuple[str, int]]) -> str:
+        """The repository's tags, each linking to its page."""
+        v = SiteView(
+            title=f"{name} · 标签视图 · Prhub",
+            links=links(name, {}),
+            name=name,
+            tags=tuple((t, n, tag_file(t)) for t, n in sorted(counts, key=_by_count)),
+        )
+        return self._page("tags.html", v)
 
     def week(
         self,
         r: WeeklyReport,
         stem: str,
         pdf: bool,
-        newer: WeekRow | None,
-        older: WeekRow | None,
+        around: tuple[WeekRow | None, WeekRow | None],
+        variants: Sequence[tuple[str, str]],
     ) -> str:
-        """A week's page: the report's view, its downloads, and the weeks around it."""
+        """A week's page: the report's view, its downloads, its other time zones and the weeks
+        around it."""
         v = weekly_view(r, digest_link=digest_page)
         downloads = [("Markdown", f"{stem}.md")]
         downloads += [("PDF", f"{stem}.pdf")] if pdf else []
         downloads += [("JSON", f"{stem}.json")]
+        newer, older = around
         return self._page(
-            "week.html", v, name=r.facts.repo, downloads=downloads, newer=newer, older=older
+            "week.html",
+            v,
+            name=r.facts.repo,
+            downloads=downloads,
+            newer=newer,
+            older=older,
+            variants=variants,
         )
 
     def digest(self, d: PRDigest, name: str, weeks: Sequence[WeekRow]) -> str:
         """A PR's page: its digest, its PR on GitHub, and the weeks it appears in."""
         v = view.digest_view(d, self.tz)
-        return self._page("pr.html", v, name=name, d=d, weeks=weeks, github=v.links.pr(d.number))
+        c = d.content
+        if not c.importance_reason.strip():  # no reason: the score ends its line
+            parts = v.verdict.parts
+            v = replace(v, verdict=Line((*parts[:-2], Words("/10"))))
+        bare = not (v.advice or v.sections)
+        return self._page(
+            "pr.html", v, name=name, d=d, weeks=weeks, github=v.links.pr(d.number), bare=bare
+        )
 
-    def tags(self, labels_view: LabelsView, name: str) -> str:
-        return self._page("tags.html", tags_view(labels_view, digest_link=digest_page), name=name)
-
-    def search(self, index: str) -> str:
-        """The search page, holding the index: a page opened from the disk may fetch nothing."""
-        data = Markup(index.strip().replace("<", "\\u003c"))  # no </script> can end it early
+    def search(self, shards: int, docs: int) -> str:
+        """The search page: its script loads the index's parts a query needs."""
         v = SiteView("搜索 · Prhub", links("", {}))
-        return self._page("search.html", v, script="search.js", index=data)
+        return self._page("search.html", v, shards=shards, docs=docs)
 
 
-def _item(d: PRDigest, urls: Links, tz: str) -> Item:
-    c = d.content
-    marker = check_marker(d)
-    flagged = (Words(" "), Flag(marker, f"未通过检查：{failed_checks(d)}")) if marker else ()
-    heading = pr_heading(urls.pr(d.number), d.number, c.title, digest_page(d.number))
-    heading = Line((*heading.parts, *flagged))
-    advice = paragraphs(c.advice)
-    return Item(
-        heading=heading,
-        verdict=Verdict(c.verdict),
-        minutes=c.minutes,
-        importance=c.importance,
-        advice=advice[0] if advice else "",
-        tags=tuple(d.tags),
-        merged=local_time(d.merged_at, tz)[:10] if d.merged_at else "未合并",
-        author=d.author,
-    )
+def _sentence(text: str) -> str:
+    """A paragraph's first sentence."""
+    end = re.search(r"[。！？]+", text)
+    return text[: end.end()] if end else text
+
+
+def _by_count(pair: tuple[str, int]) -> tuple[int, str]:
+    return (-pair[1], pair[0])
 
 
 @cache
-def _assets(script: str) -> dict[str, str]:
-    """page.css and page.js, then the site's own style and script."""
-    css = "\n".join(
-        (TEMPLATES / p).read_text(encoding="utf-8") for p in ("page.css", "site/site.css")
-    )
-    js = "\n".join(
-        (TEMPLATES / p).read_text(encoding="utf-8")
-        for p in ("page.js", "site/site.js", *([f"site/{script}"] if script != "site.js" else []))
-    )
-    return html.assets(css, js)
+def assets() -> dict[str, str]:
+    """The site's shared files: one style and one script for every page, and search's."""
+
+    def joined(*names: str) -> str:
+        return "\n".join((TEMPLATES / n).read_text(encoding="utf-8") for n in names)
+
+    return {
+        "prhub.css": joined("page.css", "site/site.css"),
+        "prhub.js": joined("page.js", "site/site.js"),
+        "search.js": joined("site/search.js"),
+    }

@@ -1,30 +1,86 @@
-"""The site's search index: the words of every digest and weekly report, for the search page's
-script to match offline, with no server. Chinese has no spaces between words, so the script
-finds a query's words as substrings of these texts, or in pieces of two characters or more."""
+"""The site's search index, split so that one query downloads only what it needs: the keys of
+every text (pairs of Chinese characters, pieces of three letters or digits of a word) in shards
+by the key's hash, and the documents (a page's title, its line and its whole text, as plain
+text) in small chunks. The search page's script loads the shards of the words typed, then the
+chunks of the results it shows, each as a script file, so it works from the disk too. The index
+is written from a spill file: memory stays flat however many documents there are."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable
-from typing import Any
+import re
+import tempfile
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
 
 from prhub.model import PRDigest, WeeklyReport
 from prhub.publish.footers import local_time
-from prhub.publish.parts import one_line
+from prhub.publish.parts import CODE_SPAN, one_line
 from prhub.publish.view import weekly_title
 
-__all__ = ["digest_entry", "index_json", "week_entry"]
+__all__ = [
+    "CHUNK",
+    "FOLDER",
+    "PAGE",
+    "Index",
+    "digest_entry",
+    "keys",
+    "needed",
+    "plain",
+    "week_entry",
+]
+
+FOLDER = "search.index"  # a dot: no GitHub owner has one, so no repository's folder is it
+CHUNK = 8  # documents a chunk file holds
+PAGE = 20  # results a page of results shows: the chunks it loads stay few
+DOCS_PER_SHARD = 24  # about 60 KB of keys a shard
+_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[a-z0-9]+")
+_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
+_MARKS = re.compile(r"\*\*|__")
+
+
+def plain(text: str | None) -> str:
+    """Markdown as the text a reader sees: code spans, bold and links without their marks."""
+    text = CODE_SPAN.sub(lambda m: m.group(2), one_line(text))
+    return _MARKS.sub("", _LINK.sub(r"\1", text))
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def keys(text: str) -> set[str]:
+    """The keys of a text: each pair of Chinese characters in a row, each piece of three of a
+    word of letters and digits; a shorter run is its own key."""
+    found: set[str] = set()
+    for run in _RUN.findall(_fold(text)):
+        n = 2 if run[0] >= "\u3400" else 3
+        if len(run) <= n:
+            found.add(run)
+        else:
+            found.update(run[i : i + n] for i in range(len(run) - n + 1))
+    return found
+
+
+def shard(key: str, shards: int) -> int:
+    """FNV-1a over the key's UTF-16 units, as the page's script computes it."""
+    h = 0x811C9DC5
+    for c in key:
+        h = ((h ^ ord(c)) * 0x01000193) & 0xFFFFFFFF
+    return h % shards
 
 
 def digest_entry(d: PRDigest, url: str, tz: str) -> dict[str, Any]:
-    """A digest as the index holds it; `url` is its page, relative to the site's root."""
+    """A digest as the index holds it: its whole text; `url` is its page from the site's root."""
     c = d.content
     merged = local_time(d.merged_at, tz)[:10] if d.merged_at else "未合并"
     return {
         "u": url,
-        "k": "pr",
         "r": d.repo,
-        "t": one_line(c.title),
+        "t": plain(c.title),
         "s": f"#{d.number} · {c.verdict} · 重要性 {c.importance:.1f} · {merged}",
         "x": _words(  # the advice first: a hit's excerpt shows the reader's text
             c.advice,
@@ -32,6 +88,7 @@ def digest_entry(d: PRDigest, url: str, tz: str) -> dict[str, Any]:
             *c.design_decisions,
             *c.risks,
             *c.follow_ups,
+            *c.discussion,
             d.original_title,
             *d.tags,
             f"@{d.author}",
@@ -41,12 +98,24 @@ def digest_entry(d: PRDigest, url: str, tz: str) -> dict[str, Any]:
 
 
 def week_entry(r: WeeklyReport, url: str) -> dict[str, Any]:
-    """A weekly report as the index holds it: its lead, highlights and summary."""
+    """A weekly report as the index holds it: its narrative's whole text."""
     n = r.narrative
-    said = [n.lead, n.summary, *n.highlights, *n.key_changes] if n else []
+    said = (
+        [
+            n.lead,
+            n.summary,
+            *n.highlights,
+            *n.key_changes,
+            *n.risks,
+            *n.follow_ups,
+            *(f"{t.theme} {t.judgement}" for t in n.trends),
+            *(f"{k.topic} {k.note}" for k in n.key_prs),
+        ]
+        if n
+        else []
+    )
     return {
         "u": url,
-        "k": "week",
         "r": r.facts.repo,
         "t": weekly_title(r),
         "s": f"周报 · {r.facts.pr_count} 个 PR",
@@ -55,9 +124,153 @@ def week_entry(r: WeeklyReport, url: str) -> dict[str, Any]:
 
 
 def _words(*texts: str) -> str:
-    return " ".join(t for t in map(one_line, texts) if t)
+    return " ".join(t for t in map(plain, texts) if t)
 
 
-def index_json(entries: Iterable[dict[str, Any]]) -> str:
-    """The index as JSON (search.json), in the order given: the script ranks ties by it."""
-    return json.dumps({"docs": list(entries)}, ensure_ascii=False, separators=(",", ":")) + "\n"
+class Index:
+    """The documents, `note`d by address and fingerprint as a build meets them (enough to tell
+    whether the index changed), then `add`ed, spilled to a file, when it has to be written."""
+
+    def __init__(self) -> None:
+        self._spill: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")
+        self._hash = hashlib.sha256()
+        self.count = 0
+        self.added = 0
+
+    def note(self, url: str, fingerprint: str) -> None:
+        self._hash.update(f"{url}\t{fingerprint}\n".encode())
+        self.count += 1
+
+    def add(self, entry: dict[str, Any]) -> None:
+        self._spill.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.added += 1
+
+    @property
+    def key(self) -> str:
+        """The fingerprint of every document, in order: the same means the same index."""
+        return self._hash.hexdigest()
+
+    @property
+    def shards(self) -> int:
+        return max(1, min(512, self.count // DOCS_PER_SHARD))
+
+    def close(self) -> None:
+        self._spill.close()
+
+    def files(self) -> Iterator[tuple[str, str]]:
+        """The index's files by path: the documents' chunks, then the keys' shards."""
+        shards = self.shards
+        self._spill.seek(0)
+        with tempfile.TemporaryDirectory() as tmp:
+            buckets = [open(Path(tmp) / str(i), "w+", encoding="utf-8") for i in range(shards)]
+            try:
+                chunk: list[str] = []
+                for i, line in enumerate(self._spill):
+                    doc = json.loads(line)
+                    for k in keys(doc["t"]):
+                        buckets[shard("^" + k, shards)].write(f"^{k}\t{i}\n")
+                    for k in keys(f"{doc['t']} {doc['x']} {doc['r']}"):
+                        buckets[shard(k, shards)].write(f"{k}\t{i}\n")
+                    chunk.append(line.rstrip("\n"))
+                    if len(chunk) == CHUNK:
+                        yield _chunk(i // CHUNK, chunk)
+                        chunk = []
+                if chunk:
+                    yield _chunk(self.added // CHUNK, chunk)
+                for n, bucket in enumerate(buckets):
+                    bucket.seek(0)
+                    yield _shard(n, bucket)
+            finally:
+                for bucket in buckets:
+                    bucket.close()
+
+
+def _chunk(n: int, lines: list[str]) -> tuple[str, str]:
+    return f"{FOLDER}/d/{n}.js", f"prhubSearch.docs({n},[{','.join(lines)}]);\n"
+
+
+def _shard(n: int, lines: IO[str]) -> tuple[str, str]:
+    """A shard: each key's documents, as the gaps between their numbers in base 36."""
+    postings: dict[str, list[int]] = {}
+    for line in lines:
+        key, at = line.rstrip("\n").split("\t")
+        postings.setdefault(key, []).append(int(at))
+    encoded = {k: _gaps(v) for k, v in sorted(postings.items())}
+    body = json.dumps(encoded, ensure_ascii=False, separators=(",", ":"))
+    return f"{FOLDER}/k/{n}.js", f"prhubSearch.keys({n},{body});\n"
+
+
+def _gaps(ids: list[int]) -> str:
+    out, last = [], 0
+    for i in ids:
+        out.append(_base36(i - last))
+        last = i
+    return ",".join(out)
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        n, r = divmod(n, 36)
+        text = digits[r] + text
+        if not n:
+            return text
+
+
+def _in_pieces(sets: list[set[int]], d: int) -> bool:
+    """Whether a word is in document `d` in pieces of two characters or more."""
+    start = 0
+    for i, found in enumerate(sets):
+        if d in found:
+            continue
+        if i + 1 - start < 2:
+            return False
+        start = i + 1
+    return len(sets) + 1 - start >= 2
+
+
+# What one query loads, as the page's script does it: for the benchmark and the tests.
+
+_CALL = re.compile(r"^prhubSearch\.\w+\(\d+,(.*)\);\s*$", re.S)
+
+
+def _loaded(path: Path) -> Any:
+    found = _CALL.match(path.read_text(encoding="utf-8"))
+    return json.loads(found.group(1)) if found else None
+
+
+def needed(out: Path, query: str) -> list[str]:
+    """The files the search page loads for `query` and its first page of results."""
+    page = (out / "search.html").read_text(encoding="utf-8")
+    said = re.search(r'data-shards="(\d+)"', page)
+    shards = int(said.group(1)) if said else 1
+    files = ["search.html", "prhub.css", "prhub.js", "search.js"]
+    typed = [w for w in _fold(query).split() if keys(w)]
+    words = [keys(w) for w in typed]
+    wanted = sorted(
+        {shard(k, shards) for w in words for k in w}
+        | {shard("^" + k, shards) for w in words for k in w}
+    )
+    files += [f"{FOLDER}/k/{n}.js" for n in wanted]
+    postings: dict[str, set[int]] = {}
+    for n in wanted:
+        for k, gaps in (_loaded(out / f"{FOLDER}/k/{n}.js") or {}).items():
+            at, ids = 0, set()
+            for g in gaps.split(","):
+                at += int(g, 36)
+                ids.add(at)
+            postings[k] = ids
+    scores: dict[int, int] = {}
+    for i, (word, w) in enumerate(zip(typed, words, strict=True)):
+        exact = set.intersection(*(postings.get(k, set()) for k in w))
+        titled = set.intersection(*(postings.get("^" + k, set()) for k in w))
+        found = {d: 10 if d in titled else 3 for d in exact}
+        run = _fold(word)
+        if re.fullmatch(r"[\u3400-\u9fff\uf900-\ufaff]{4,}", run):
+            sets = [postings.get(run[j : j + 2], set()) for j in range(len(run) - 1)]
+            found.update({d: 1 for d in sets[0] - exact if _in_pieces(sets, d)})
+        scores = {d: scores.get(d, 0) + s for d, s in found.items() if i == 0 or d in scores}
+    ranked = sorted(scores, key=lambda d: (-scores[d], d))[:PAGE]
+    files += [f"{FOLDER}/d/{n}.js" for n in sorted({d // CHUNK for d in ranked})]
+    return files

@@ -11,16 +11,25 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from prhub.model import VERDICTS, PRDigest, WeeklyReport
-from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT, assert_fails, assert_ok, cli_env, prhub
+from prhub.publish.pages import tag_file
+from tests.factories import (
+    GITHUB_TOKEN,
+    OPENAI_KEY,
+    ROOT,
+    Links,
+    assert_fails,
+    assert_ok,
+    cli_env,
+    crawl,
+    prhub,
+)
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.llm import default_responder, prompt_text
 
@@ -138,55 +147,14 @@ def site(made: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-class Links(HTMLParser):
-    """A page's links and the ids it holds."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-        self.ids: set[str] = set()
-        self.feed(text)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if found.get("id"):
-            self.ids.add(found["id"] or "")
-        for name in ("href", "src"):
-            if found.get(name) is not None:
-                self.hrefs.append(found[name] or "")
+def month(d: PRDigest) -> str:
+    """The month of a digest's stream page."""
+    return (d.merged_at or d.meta.created_at).astimezone(TZ).strftime("%Y-%m")
 
 
-def crawl(site: Path) -> dict[Path, list[str]]:
-    """Every page reachable from the home page, with the internal links it has that resolve
-    to nothing: no file, or no element of the anchor's id (a script's #q=… state aside)."""
-    seen: dict[Path, list[str]] = {}
-    parsed: dict[Path, Links] = {}
-
-    def links_of(page: Path) -> Links:
-        if page not in parsed:
-            parsed[page] = Links(page.read_text(encoding="utf-8"))
-        return parsed[page]
-
-    todo = [site / "index.html"]
-    while todo:
-        page = todo.pop()
-        if page in seen:
-            continue
-        seen[page] = []
-        for href in links_of(page).hrefs:
-            parts = urlsplit(href)
-            if parts.scheme in ("http", "https"):
-                continue
-            assert not parts.scheme and not parts.netloc and not href.startswith("/"), href
-            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
-            if site.resolve() not in [target, *target.parents] or not target.is_file():
-                seen[page].append(href)
-            elif target.suffix == ".html":
-                anchor = unquote(parts.fragment)
-                if anchor and "=" not in anchor and anchor not in links_of(target).ids:
-                    seen[page].append(href)
-                todo.append(target)
-    return seen
+def stream_pages(site: Path) -> str:
+    """Every month of the repository's stream, one after another."""
+    return "".join(p.read_text() for p in sorted((site / REPO / "stream").glob("*.html")))
 
 
 def test_every_internal_link_resolves_and_every_file_is_reached(site, made):
@@ -198,6 +166,8 @@ def test_every_internal_link_resolves_and_every_file_is_reached(site, made):
     expected = {site / "index.html", site / "search.html", repo / "index.html", repo / "tags.html"}
     expected |= {repo / f"2026-W{w}.html" for w in WEEKS}
     expected |= {repo / "pr" / f"{d.number}.html" for d in digests}
+    expected |= {repo / tag_file(t) for d in digests for t in d.tags}
+    expected |= {repo / "stream" / f"{month(d)}.html" for d in digests}
     assert {p.relative_to(site.resolve()) for p in pages} == {p.relative_to(site) for p in expected}
     for week in WEEKS:
         for suffix in ("md", "json"):
@@ -275,7 +245,7 @@ def digest_pages(site: Path, hrefs: list[str], at: Path) -> set[int]:
 
 
 def shown_results(page: Any) -> list[str]:
-    page.wait_for_function("document.getElementById('search-count').textContent !== ''")
+    page.wait_for_selector("#search-count:not(:empty)")  # no evaluated string: the policy
     return page.eval_on_selector_all(
         "#results a", "links => links.map(a => a.getAttribute('href'))"
     )
@@ -300,14 +270,15 @@ def test_typing_a_chinese_word_finds_the_prs_whose_digest_holds_it(site, made, p
 
 
 def test_the_stream_filters_by_verdict_and_tag(site, made, page):
-    digests = made.digests()
-    verdict = digests[0].content.verdict
-    tag = digests[0].tags[0]
-    open_page(page, site, f"{REPO}/index.html")
+    first = made.digests()[0]
+    digests = [d for d in made.digests() if month(d) == month(first)]
+    verdict = first.content.verdict
+    tag = first.tags[0]
+    open_page(page, site, f"{REPO}/stream/{month(first)}.html")
 
     def shown() -> set[int]:
         heads = page.eval_on_selector_all(
-            "article.digest:not([hidden]) h3 a[href^='pr/']", "as => as.map(a => a.textContent)"
+            "article.digest:not([hidden]) h2 a[href^='../pr/']", "as => as.map(a => a.textContent)"
         )
         titles = {d.content.title: d.number for d in digests}
         return {titles[t] for t in heads}
@@ -501,12 +472,12 @@ def test_failed_checks_and_a_partial_week_show_where_a_reader_looks(site, made):
     failed = {d.number for d in digests if d.meta.failed_checks}
     assert failed and len(failed) < len(digests)
     stream = (site / REPO / "index.html").read_text()
-    items = re.findall(r'<article class="digest".*?</article>', stream, re.S)
+    items = re.findall(r'<article class="digest".*?</article>', stream_pages(site), re.S)
     flagged = {
         int(m)
         for item in items
         if 'class="flag"' in item
-        for m in re.findall(r'href="pr/(\d+)\.html"', item)
+        for m in re.findall(r'href="\.\./pr/(\d+)\.html"', item)
     }
     assert flagged == failed
     for d in digests:
@@ -641,7 +612,9 @@ def test_digests_alone_and_an_empty_week_make_a_whole_site(tmp_path, page):
     for path in ("other/tool/index.html", "other/tool/tags.html", "search.html"):
         open_page(page, out, path, "#q=onerror" if path == "search.html" else "")
         assert page.query_selector("img") is None
-    assert page.eval_on_selector_all("#results a", "as => as.map(a => a.textContent)") == [HOSTILE]
+    # As text: markup shown, not run; the Markdown code span as the reader sees it.
+    shown = HOSTILE.replace("`", "")
+    assert page.eval_on_selector_all("#results a", "as => as.map(a => a.textContent)") == [shown]
     assert page.errors == []
 
 

@@ -1,0 +1,378 @@
+"""A site's files written into its folder, whole or not at all. A build holds a lock beside the
+folder, writes what changed into a copy of it made of hard links (a sibling folder), and swaps
+that copy in: a build stopped at any point leaves the last site as it was. A rebuild replaces
+only files prhub wrote, removes the ones it no longer makes, leaves every other file alone, and
+writes nothing through a link."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import logging
+import os
+import shutil
+import stat
+from pathlib import Path
+from types import TracebackType
+
+from prhub.errors import OutputError
+from prhub.publish.manifest import RECORD, Record, digest, read
+
+__all__ = ["Site"]
+
+log = logging.getLogger("prhub")
+
+
+class Site:
+    """One build of the site in `out`: `kept` and `put` each file, then `finish`."""
+
+    def __init__(self, out: Path) -> None:
+        self.shown = out
+        self.root = _folder(out)
+        self.wrote = self.unchanged = self.removed = 0
+        self.files: dict[str, str] = {}
+        self.inputs: dict[str, str] = {}
+        self.removed_paths: list[str] = []
+        self._stage: Path | None = None
+        self._checked: set[str] = set()
+        self._lock = -1
+
+    def __enter__(self) -> Site:
+        lock = self.root.parent / f".{self.root.name}.prhub-lock"
+        try:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot write the site in {self.shown}: {exc.strerror or exc}"
+            ) from None
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            raise OutputError(
+                f"cannot build the site in {self.shown}: another prhub site is building it now; "
+                "run again when it has finished"
+            ) from None
+        self._recover()
+        self.old = read(self.root) if self.root.is_dir() else Record()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if self._stage is not None and self._stage != self.root:
+                shutil.rmtree(self._stage, ignore_errors=True)  # a failed build's copy
+        finally:
+            os.close(self._lock)
+
+    def _recover(self) -> None:
+        """What a killed build left beside the site: its copy goes; a site it had moved aside
+        (only where folders cannot be swapped in one step) comes back."""
+        aside = self._beside("old")
+        if not os.path.lexists(self.root) and aside.is_dir():
+            os.rename(aside, self.root)
+        for left in (self._beside("build"), aside):
+            if left.is_dir() and not left.is_symlink():
+                shutil.rmtree(left)
+
+    def _beside(self, what: str) -> Path:
+        return self.root.parent / f".{self.root.name}.prhub-{what}"
+
+    def kept(self, path: str, key: str) -> bool:
+        """True, and the file kept, when the last build made `path` from the same inputs and
+        it is still there as written."""
+        if self.old.inputs.get(path) != key or path not in self.old.files:
+            return False
+        if not _plain_file(os.path.join(self.root, path)) or not self._through_folders(path):
+            return False
+        self.files[path], self.inputs[path] = self.old.files[path], key
+        self.unchanged += 1
+        return True
+
+    def kept_all(self, paths: list[str], key: str) -> bool:
+        """`kept` for files made together: all of them, or none."""
+        if not all(
+            self.old.inputs.get(p) == key and p in self.old.files and _plain_file(self.root / p)
+            for p in paths
+        ):
+            return False
+        return all([self.kept(p, key) for p in paths])
+
+    def size(self) -> int:
+        """The bytes of the files this build made."""
+        return sum(max(0, _size(self.root / p)) for p in self.files)
+
+    def put(self, path: str, key: str, data: bytes | str) -> str:
+        """Writes `data` at `path` (unless it is there already) and returns its fingerprint."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        made = digest(raw)
+        self.files[path], self.inputs[path] = made, key
+        self._folders(path)
+        here = self.root / path
+        if self.old.files.get(path) == made and _size(here) == len(raw):
+            self.unchanged += 1
+            return made
+        if path not in self.old.files and os.path.lexists(here) and _differs(here, raw):
+            raise OutputError(
+                f"cannot build the site in {self.shown}: {self.shown / path} exists and prhub did "
+                "not write it; build into an empty folder or move it away"
+            )
+        if path not in self.old.files and _plain_file(here):  # the same bytes, not yet recorded
+            self.unchanged += 1
+            return made
+        stage = self._staged()
+        if stage == self.root:  # in place: each file replaced at once, never half-written
+            _replace(stage / path, raw, sync=False)
+        else:
+            _write(stage / path, raw)
+        self.wrote += 1
+        return made
+
+    def finish(self) -> None:
+        """Removes what the last build wrote and this one did not, records the build, and
+        swaps the new site in: one durable sync for the whole build."""
+        gone = sorted(set(self.old.files) - set(self.files))
+        for path in gone:
+            self._folders(path)
+            if self._remove(path):
+                self.removed_paths.append(path)
+        text = Record(self.files, self.inputs).text().encode("utf-8")
+        if self._stage is None:  # no page changed: the record alone, in place
+            if _size(self.root / RECORD) != len(text) or _differs(self.root / RECORD, text):
+                _replace(self.root / RECORD, text)
+            return
+        stage = self._staged()
+        if stage == self.root:
+            _replace(stage / RECORD, text, sync=False)
+        else:
+            _write(stage / RECORD, text)
+        _sync(stage)
+        self._swap()
+
+    def _remove(self, path: str) -> bool:
+        """Removes a file the last build wrote, unless it changed since; then its empty folders."""
+        here = self.root / path
+        try:
+            if not os.path.lexists(here):
+                return False
+            if not _plain_file(here) or digest(here.read_bytes()) != self.old.files[path]:
+                log.warning(
+                    "kept %s: prhub no longer makes it, but it changed since prhub wrote it",
+                    self.shown / path,
+                )
+                return False
+            target = self._staged() / path
+            target.unlink()
+        except OSError as exc:
+            raise OutputError(f"cannot remove {self.shown / path}: {exc.strerror or exc}") from None
+        self.removed += 1
+        folder, top = target.parent, self._staged()
+        while folder != top and top in folder.parents:
+            try:
+                folder.rmdir()  # only an empty one
+            except OSError:
+                break
+            folder = folder.parent
+        return True
+
+    def _folders(self, path: str) -> None:
+        """Refuses a path that goes through a linked folder in the site, or a file's place."""
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in self._checked:
+                continue
+            here = self.root / folder
+            if here.is_symlink():
+                raise OutputError(
+                    f"cannot build the site in {self.shown}: {self.shown / folder} is a link, and "
+                    "prhub writes and removes nothing through a link; remove it or build elsewhere"
+                )
+            if os.path.lexists(here) and not here.is_dir():
+                raise OutputError(
+                    f"cannot build the site in {self.shown}: {self.shown / folder} is a file where "
+                    "the site needs a folder; move it away"
+                )
+            self._checked.add(folder)
+
+    def _through_folders(self, path: str) -> bool:
+        try:
+            self._folders(path)
+        except OutputError:
+            return False
+        return True
+
+    def _staged(self) -> Path:
+        """The folder this build writes into: a copy of the site of hard links, made once;
+        the site itself where it is a mount point, which cannot be swapped."""
+        if self._stage is None:
+            if self.root.is_dir() and os.path.ismount(self.root):
+                log.warning("%s is a mount point: the site is written in place", self.shown)
+                self._stage = self.root
+            else:
+                self._stage = self._beside("build")
+                _copy(self.root, self._stage)
+        return self._stage
+
+    def _swap(self) -> None:
+        stage = self._staged()
+        if stage == self.root:
+            return
+        try:
+            self._swapped(stage)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot swap the new site into {self.shown}: {exc.strerror or exc}"
+            ) from None
+        self._stage = None
+        fd = os.open(self.root.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _swapped(self, stage: Path) -> None:
+        if not self.root.is_dir():
+            os.rename(stage, self.root)
+        elif _exchange(stage, self.root):
+            shutil.rmtree(stage, ignore_errors=True)  # the last site; what stays, the next clears
+        else:
+            aside = self._beside("old")
+            os.rename(self.root, aside)
+            os.rename(stage, self.root)
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+def _folder(out: Path) -> Path:
+    """The site's folder: through a link to one; a dangling link or a file is an error."""
+    if out.is_symlink() and not out.exists():
+        raise OutputError(
+            f"cannot build the site in {out}: it is a link to {os.readlink(out)}, which does not "
+            "exist; make that folder or remove the link"
+        )
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"cannot build the site in {out}: it is a file, not a folder")
+    return Path(os.path.realpath(out))
+
+
+def _plain_file(path: Path | str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _size(path: Path) -> int:
+    """A regular file's size; -1 for anything else."""
+    try:
+        found = path.lstat()
+    except OSError:
+        return -1
+    return found.st_size if stat.S_ISREG(found.st_mode) else -1
+
+
+def _differs(path: Path, data: bytes) -> bool:
+    """True when `path` holds something other than `data` (or is no regular file)."""
+    try:
+        return not _plain_file(path) or path.read_bytes() != data
+    except OSError:
+        return True
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Writes a new file in the build's copy: a hard link there is replaced, never written
+    through (it is the live site's file)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(path):
+            path.unlink()
+        with open(path, "xb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _replace(path: Path, data: bytes, sync: bool = True) -> None:
+    """Replaces one file in the live site at once: a new file beside it, renamed over it."""
+    fresh = path.with_name(f".{path.name}.new")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(fresh, "wb") as handle:
+            handle.write(data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(fresh, path)
+    except OSError as exc:
+        fresh.unlink(missing_ok=True)
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _copy(root: Path, stage: Path) -> None:
+    """`stage` as a copy of `root`: folders made, files hard-linked, links copied as links."""
+    if os.path.lexists(stage):
+        shutil.rmtree(stage)
+    try:
+        stage.mkdir()
+        if not root.is_dir():
+            return
+        shutil.copymode(root, stage)
+        for folder, dirs, names in os.walk(root):
+            at = stage / os.path.relpath(folder, root)
+            for name in [*dirs, *names]:
+                source, target = Path(folder) / name, at / name
+                mode = source.lstat().st_mode
+                if stat.S_ISLNK(mode):
+                    os.symlink(os.readlink(source), target)
+                elif stat.S_ISDIR(mode):
+                    target.mkdir()
+                    shutil.copymode(source, target)
+                elif stat.S_ISREG(mode):
+                    _link(source, target)
+                else:
+                    raise OutputError(
+                        f"cannot build the site in {root}: {source} is neither a file nor a "
+                        "folder; move it away"
+                    )
+    except OSError as exc:
+        raise OutputError(f"cannot copy {root} to build the site: {exc.strerror or exc}") from None
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        shutil.copy2(source, target)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swaps two folders in one step (Linux's renameat2); False where that cannot be done."""
+    renameat2 = getattr(_LIBC, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_cwd, exchange = -100, 2
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OutputError(f"cannot swap the new site into {b}: {os.strerror(code)}")
+
+
+def _sync(folder: Path) -> None:
+    """Every file written this build on disk, in one call: syncfs where there is one."""
+    syncfs = getattr(_LIBC, "syncfs", None)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if syncfs is None or syncfs(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
