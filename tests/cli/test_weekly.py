@@ -191,14 +191,14 @@ def test_summarize_dry_run(env, llm):
 def test_labels_groups_by_tag(env):
     result = prhub(env, "labels", "--week", "31", "--year", "2026", "--tag", "rollout", "-q")
     assert result.exit_code == 0, result.stderr
-    assert "## rollout（2）" in result.stdout
+    assert "## rollout\n\n2 个 PR\n" in result.stdout
     assert "#101" in result.stdout and "#103" in result.stdout and "#102" not in result.stdout
 
 
 def test_labels_folds_an_alias_of_the_tag_asked_for(env):
     result = prhub(env, "labels", "--week", "31", "--year", "2026", "--tag", "doc", "-q")
     assert result.exit_code == 0, result.stderr
-    assert "## docs（1）" in result.stdout and "#104" in result.stdout
+    assert "## docs\n\n1 个 PR\n" in result.stdout and "#104" in result.stdout
 
 
 def test_labels_for_a_tag_without_prs_lists_the_tags_that_exist(env):

@@ -72,10 +72,10 @@ def test_weekly_text_dispatches_on_format():
 
 
 def test_labels_text_groups_by_tag():
-    assert "## rollout（2）" in output.labels_text(report(), None, {})
+    assert "## rollout\n\n2 个 PR\n" in output.labels_text(report(), None, {})
     assert "#102" not in output.labels_text(report(), "rollout", {})
     # The repository's own spelling of a tag finds it too.
-    assert "## rollout（2）" in output.labels_text(report(), "sampling", {"sampling": "rollout"})
+    assert "## rollout\n\n2 个 PR\n" in output.labels_text(report(), "sampling", {"sampling": "rollout"})
 
 
 def test_labels_text_dispatches_on_format():
