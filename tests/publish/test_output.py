@@ -83,7 +83,7 @@ def test_labels_text_dispatches_on_format():
     assert output.labels_text(r, "doc", {}, "markdown").startswith("# acme/rocket · 标签视图")
     assert json.loads(output.labels_text(r, "doc", {}, "json"))["tag"] == "docs"
     page = output.labels_text(r, "doc", {}, "html")
-    assert page.startswith("<!doctype html>\n") and '<h2 id="docs1">docs（1）</h2>' in page
+    assert page.startswith("<!doctype html>\n") and '<h2 id="docs">docs</h2>\n<p>1 个 PR</p>' in page
 
 
 # Paths
