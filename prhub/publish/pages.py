@@ -16,11 +16,37 @@ from typing import Any
 from prhub.model import VERDICTS, PRDigest, WeeklyReport
 from prhub.publish import html, view
 from prhub.publish.footers import MARKER, failed_checks, local_time
-from prhub.publish.parts import Flag, Line, Links, Verdict, Words, links, paragraphs, pr_heading
+from prhub.publish.parts import (
+    Flag,
+    Items,
+    Line,
+    Link,
+    Links,
+    Section,
+    Tag,
+    Text,
+    Verdict,
+    Words,
+    links,
+    paragraphs,
+    pr_heading,
+)
 from prhub.publish.render import TEMPLATES
-from prhub.publish.view import check_marker, period, weekly_title, weekly_view
+from prhub.publish.rows import KINDS
+from prhub.publish.view import TagsView, check_marker, period, weekly_title, weekly_view
 
-__all__ = ["Item", "Pages", "WeekRow", "assets", "digest_page", "item", "tag_file", "week_row"]
+__all__ = [
+    "Item",
+    "Month",
+    "Pages",
+    "Paging",
+    "WeekRow",
+    "assets",
+    "digest_page",
+    "item",
+    "tag_file",
+    "week_row",
+]
 
 
 def digest_page(number: int) -> str:
@@ -96,23 +122,62 @@ class Item:
     author: str
 
 
-def item(d: PRDigest, urls: Links, tz: str, up: str = "") -> Item:
-    """A digest as a list shows it; `up` leads from the page to the repository's folder."""
+TITLE = 120  # characters of a title a list shows: a long one is cut, its page has it whole
+ADVICE = 300  # characters of advice a list shows
+TAGS = 8  # tags a list shows under a digest
+
+
+def item(
+    d: PRDigest, urls: Links, tz: str, up: str = "", *, sentence: bool = False, linked: bool = True
+) -> Item:
+    """A digest as a list shows it, each part of a bounded size (its page has it whole): its
+    advice's first paragraph (or only its first `sentence`); its PR linked on GitHub too unless
+    not `linked`. `up` leads from the page to the repository's folder."""
     c = d.content
     marker = check_marker(d)
     flagged = (Words(" "), Flag(marker, f"未通过检查：{failed_checks(d)}")) if marker else ()
-    heading = pr_heading(urls.pr(d.number), d.number, c.title, up + digest_page(d.number))
+    title = _clipped(c.title, TITLE)
+    page = up + digest_page(d.number)
+    heading = (
+        pr_heading(urls.pr(d.number), d.number, title, page)
+        if linked
+        else Line((Link(f"#{d.number} {title}", page),))
+    )
     advice = paragraphs(c.advice)
+    if advice and sentence:
+        advice = [_sentence(advice[0])]
     return Item(
         heading=Line((*heading.parts, *flagged)),
         verdict=Verdict(c.verdict),
         minutes=c.minutes,
         importance=c.importance,
-        advice=advice[0] if advice else "",
-        tags=tuple((t, tag_file(t)) for t in d.tags),
+        advice=_clipped(advice[0], ADVICE) if advice else "",
+        tags=tuple((t, tag_file(t)) for t in d.tags[:TAGS]),
         merged=local_time(d.merged_at, tz)[:10] if d.merged_at else "未合并",
         author=d.author,
     )
+
+
+def _clipped(text: str, most: int) -> str:
+    """`text` cut to `most` characters, with an ellipsis where it was cut; a code span cut in
+    two is closed, so no mark is left open."""
+    text = " ".join(text.split())
+    if len(text) <= most:
+        return text
+    cut = text[:most]
+    return cut + ("`" if cut.count("`") % 2 else "") + "…"
+
+
+@dataclass(frozen=True)
+class Paging:
+    """Where a page of a long list is among the others: the pages of older and newer digests
+    (from this page), the months around a month's newest page, and what the page holds."""
+
+    older: str | None = None
+    newer: str | None = None
+    months: tuple[Month | None, Month | None] = (None, None)  # newer, older
+    total: int | None = None  # the whole list's digests, on its newest page
+    span: str = ""  # on an older page: the days its PRs were merged
 
 
 @dataclass(frozen=True)
@@ -158,6 +223,7 @@ class Pages:
                 root=self.root,
                 text=html.html_text,
                 tag_href=lambda t: f"{self.here}{tag_file(t)}",
+                up=self.here,
                 **values,
             )
         )
@@ -185,48 +251,53 @@ class Pages:
         )
         return self._page("repo.html", v, tag_count=tags, total=sum(m.count for m in months))
 
-    def month(
-        self, name: str, month: Month, digests: Sequence[PRDigest], around: Sequence[Month | None]
-    ) -> str:
-        """A month of the stream: its digests, filterable by verdict and tag."""
+    def month(self, name: str, month: str, digests: Sequence[PRDigest], at: Paging) -> str:
+        """A page of a month of the stream: its digests, filterable by verdict and tag."""
         urls = links(name, {d.number: d.url for d in digests})
         verdicts = Counter[str](d.content.verdict for d in digests)
         tags = Counter(t for d in digests for t in d.tags)
         v = SiteView(
-            title=f"{name} · {month.name} · Prhub",
+            title=f"{name} · {month} · Prhub",
             links=urls,
             name=name,
-            items=tuple(item(d, urls, self.tz, "../") for d in digests),
+            # The advice's first sentence: the digest's page, a click away, has the rest.
+            items=tuple(item(d, urls, self.tz, self.here, sentence=True) for d in digests),
             verdicts=tuple((x, verdicts[x]) for x in VERDICTS if verdicts[x]),
             tags=tuple((t, n, tag_file(t)) for t, n in sorted(tags.items(), key=_by_count)),
-            heading=month.name,
+            heading=month,
         )
-        newer, older = around
-        return self._page("month.html", v, newer=newer, older=older)
+        return self._page("month.html", v, page=at)
 
-    def tag(self, name: str, tag: str, digests: Sequence[PRDigest]) -> str:
-        """A tag's page: its digests, newest first, each with its verdict and advice."""
+    def tag(self, name: str, tag: str, digests: Sequence[PRDigest], at: Paging) -> str:
+        """A page of a tag's digests, the latest merged first: each a line of its title,
+        verdict and importance. A digest is under each of its tags: its advice is on its page
+        and in its month, not repeated here."""
         urls = links(name, {d.number: d.url for d in digests})
-        items = (item(d, urls, self.tz, "../") for d in digests)
         v = SiteView(
             title=f"{tag} · {name} · Prhub",
             links=urls,
             name=name,
-            # The advice's first sentence: the digest's page, a click away, has the rest.
-            items=tuple(replace(i, advice=_sentence(i.advice)) for i in items),
+            items=tuple(item(d, urls, self.tz, self.here, linked=False) for d in digests),
             heading=tag,
         )
-        return self._page("tag.html", v)
+        return self._page("tag.html", v, page=at)
 
-    def tags(self, name: str, counts: Sequence[tuple[str, int]]) -> str:
-        """The repository's tags, each linking to its page."""
-        v = SiteView(
+    def tags(self, name: str, counts: Sequence[tuple[str, str, int]]) -> str:
+        """The repository's tags by what they name (module, type, label), most digests first,
+        each linking to its page: the labels view's body, as `prhub labels` shows a week's."""
+        kinds: dict[str, list[Text]] = {}
+        for tag, kind, n in sorted(counts, key=lambda c: (-c[2], c[0])):
+            kinds.setdefault(kind, []).append(Line((Tag(tag), Words(f"（{n}）"))))
+        v = TagsView(
             title=f"{name} · 标签视图 · Prhub",
+            heading=Line((name, Words(" · 标签视图"))),
+            sections=tuple(
+                Section(Words(KINDS[k]), (Items(tuple(kinds[k])),)) for k in KINDS if k in kinds
+            ),
+            available=None,
             links=links(name, {}),
-            name=name,
-            tags=tuple((t, n, tag_file(t)) for t, n in sorted(counts, key=_by_count)),
         )
-        return self._page("tags.html", v)
+        return self._page("tags.html", v, name=name)
 
     def week(
         self,
@@ -253,8 +324,11 @@ class Pages:
             variants=variants,
         )
 
-    def digest(self, d: PRDigest, name: str, weeks: Sequence[WeekRow]) -> str:
-        """A PR's page: its digest, its PR on GitHub, and the weeks it appears in."""
+    def digest(
+        self, d: PRDigest, name: str, weeks: Sequence[WeekRow], held: str | None = None
+    ) -> str:
+        """A PR's page: its digest, its PR on GitHub, the weeks it appears in, and its JSON:
+        its own file, or the week's (`held`) that holds it as it is."""
         v = view.digest_view(d, self.tz)
         c = d.content
         if not c.importance_reason.strip():  # no reason: the score ends its line
@@ -262,7 +336,14 @@ class Pages:
             v = replace(v, verdict=Line((*parts[:-2], Words("/10"))))
         bare = not (v.advice or v.sections)
         return self._page(
-            "pr.html", v, name=name, d=d, weeks=weeks, github=v.links.pr(d.number), bare=bare
+            "pr.html",
+            v,
+            name=name,
+            d=d,
+            weeks=weeks,
+            github=v.links.pr(d.number),
+            bare=bare,
+            json=(f"../{held}.json", "JSON（周报中）") if held else (f"{d.number}.json", "JSON"),
         )
 
     def search(self, shards: int, docs: int) -> str:

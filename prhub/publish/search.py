@@ -37,6 +37,7 @@ FOLDER = "search.index"  # a dot: no GitHub owner has one, so no repository's fo
 CHUNK = 8  # documents a chunk file holds
 PAGE = 20  # results a page of results shows: the chunks it loads stay few
 DOCS_PER_SHARD = 24  # about 60 KB of keys a shard
+BUFFER = 2048  # bytes each shard's spill file buffers
 _RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[a-z0-9]+")
 _LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
 _MARKS = re.compile(r"\*\*|__")
@@ -162,15 +163,16 @@ class Index:
         shards = self.shards
         self._spill.seek(0)
         with tempfile.TemporaryDirectory() as tmp:
-            buckets = [open(Path(tmp) / str(i), "w+", encoding="utf-8") for i in range(shards)]
+            # Bytes, with small buffers: hundreds are open at once, and memory stays flat.
+            buckets = [open(Path(tmp) / str(i), "wb+", buffering=BUFFER) for i in range(shards)]
             try:
                 chunk: list[str] = []
                 for i, line in enumerate(self._spill):
                     doc = json.loads(line)
                     for k in keys(doc["t"]):
-                        buckets[shard("^" + k, shards)].write(f"^{k}\t{i}\n")
+                        buckets[shard("^" + k, shards)].write(f"^{k}\t{i}\n".encode())
                     for k in keys(f"{doc['t']} {doc['x']} {doc['r']}"):
-                        buckets[shard(k, shards)].write(f"{k}\t{i}\n")
+                        buckets[shard(k, shards)].write(f"{k}\t{i}\n".encode())
                     chunk.append(line.rstrip("\n"))
                     if len(chunk) == CHUNK:
                         yield _chunk(i // CHUNK, chunk)
@@ -189,11 +191,11 @@ def _chunk(n: int, lines: list[str]) -> tuple[str, str]:
     return f"{FOLDER}/d/{n}.js", f"prhubSearch.docs({n},[{','.join(lines)}]);\n"
 
 
-def _shard(n: int, lines: IO[str]) -> tuple[str, str]:
+def _shard(n: int, lines: IO[bytes]) -> tuple[str, str]:
     """A shard: each key's documents, as the gaps between their numbers in base 36."""
     postings: dict[str, list[int]] = {}
     for line in lines:
-        key, at = line.rstrip("\n").split("\t")
+        key, at = line.decode().rstrip("\n").split("\t")
         postings.setdefault(key, []).append(int(at))
     encoded = {k: _gaps(v) for k, v in sorted(postings.items())}
     body = json.dumps(encoded, ensure_ascii=False, separators=(",", ":"))

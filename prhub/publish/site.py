@@ -10,21 +10,13 @@ the last build (siteparts), and written into a copy of the site swapped in whole
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 from prhub.config import REPO_SHAPE, Settings
-from prhub.digest.digest import retag
 from prhub.errors import EmptySite
-from prhub.model import PRDigest
-from prhub.publish.formats import Format
 from prhub.publish.manifest import MANIFEST
-from prhub.publish.output import report_path
-from prhub.publish.siteparts import Build, Printer, Repo, Week, documents
+from prhub.publish.siteparts import Build, Printer
 from prhub.publish.swap import Site
 from prhub.store.store import Store
 from prhub.text import plural
@@ -74,25 +66,6 @@ def _names(store: Store, names: list[str] | None) -> list[str]:
     return chosen
 
 
-def _repo(store: Store, name: str, settings: Settings) -> Repo | None:
-    """One repository's reports and each PR's latest digest."""
-    reports = store.reports(name)
-    latest: dict[int, PRDigest] = {}
-    for d in [*store.digests(name), *(d for r in reports for d in r.digests)]:
-        old = latest.get(d.number)
-        if old is None or old.meta.created_at < d.meta.created_at:
-            latest[d.number] = d
-    digests = sorted(latest.values(), key=_merged, reverse=True)
-    weeks = [Week(r, report_path(r, Format.html, Path()).stem) for r in reports]
-    if not weeks and not digests:
-        return None
-    return Repo(name, tuple(weeks), tuple(retag(d, settings) for d in digests))
-
-
-def _merged(d: PRDigest) -> tuple[datetime, int]:
-    return (d.merged_at or d.meta.created_at, d.number)
-
-
 def build(
     settings: Settings,
     store: Store,
@@ -113,15 +86,14 @@ def build(
         made = Build(site, settings, Printer(want_pdf))
         try:
             for name in chosen:
-                if (repo := _repo(store, name, settings)) is not None:
-                    made.repo(repo)
+                made.repo(store, name)
             if not made.cards:
                 raise empty
-            made.finish(partial(_again, store, chosen, settings))
+            made.finish()
         finally:
-            made.index.close()
+            made.close()
         site.finish()
-        size = site.size()
+        size = site.size
     gone = tuple(_week_of(p) for p in site.removed_paths if _week_of(p))
     if gone:
         log.warning(
@@ -153,13 +125,6 @@ def build(
         removed_weeks=gone,
         size=size,
     )
-
-
-def _again(store: Store, names: list[str], settings: Settings) -> Iterator[dict[str, Any]]:
-    """Every search document, read from the store again one repository at a time."""
-    for name in names:
-        if (repo := _repo(store, name, settings)) is not None:
-            yield from documents(repo, settings.tz)
 
 
 def _week_of(path: str) -> str:

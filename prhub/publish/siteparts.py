@@ -1,44 +1,32 @@
 """The files of a site, each made only when its inputs changed since the last build: one
-repository's (its weeks' files and pages, its digests' JSON and pages, its months, its tags, its
-feed and its page), then the root's (style and script, search, the home page, manifest.json)."""
+repository's (its weeks' files and pages, its digests' pages and JSON, its months and tags, its
+feed and its page), then the root's (style and script, search, the home page, manifest.json).
+A repository is read from the store an entry at a time (sitedata): what a build holds in memory
+does not grow with its history."""
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import cache, partial
-from typing import Any
-from zoneinfo import ZoneInfo
 
 from prhub.config import Settings
 from prhub.errors import PdfUnavailable
 from prhub.model import PRDigest, WeeklyReport
-from prhub.publish import feed, html, pages, pdf, render, search
-from prhub.publish.manifest import MANIFEST, Published, manifest_json
-from prhub.publish.pages import Card, Month, Pages, WeekRow, tag_file, week_row
+from prhub.publish import feed, html, pages, pdf, render, search, sitelists
+from prhub.publish.manifest import MANIFEST
+from prhub.publish.pages import Card, Pages, WeekRow
 from prhub.publish.parts import links
 from prhub.publish.render import TEMPLATES
+from prhub.publish.sitedata import Entry, Lists, Memo, Sources, WeekNote, survey
 from prhub.publish.swap import Site
+from prhub.store.store import Store
 
-__all__ = ["Build", "Printer", "Repo", "Week", "documents", "site_address"]
+__all__ = ["Build", "Printer", "site_address"]
 
 NEWEST = 10  # digests a repository's page lists; the rest are in its months
-
-
-@dataclass(frozen=True)
-class Week:
-    report: WeeklyReport
-    stem: str  # the page's name without .html: 2026-W31, as the reports folder names it
-
-
-@dataclass(frozen=True)
-class Repo:
-    name: str
-    weeks: tuple[Week, ...]  # the latest window first
-    digests: tuple[PRDigest, ...]  # each PR's latest, the latest merged first
 
 
 class Printer:
@@ -77,152 +65,158 @@ def _key(*inputs: object) -> str:
     return hashlib.sha256(repr((_version(), inputs)).encode()).hexdigest()
 
 
-def _json(model: WeeklyReport | PRDigest) -> tuple[str, str]:
-    """The JSON a site publishes of a report or a digest, as --format json writes it, and its
-    fingerprint, which stands for all a page makes of it."""
-    text = model.model_dump_json(indent=2) + "\n"
-    return text, hashlib.sha256(text.encode()).hexdigest()
+def _json(model: WeeklyReport | PRDigest) -> str:
+    """The JSON a site publishes of a report or a digest: what --format json writes, without
+    its indentation (a quarter of its bytes)."""
+    return model.model_dump_json() + "\n"
 
 
 class Build:
     """One build: the site being written, the search index, and what it publishes."""
 
     def __init__(self, site: Site, settings: Settings, printer: Printer) -> None:
-        self.site, self.tz, self.printer = site, settings.tz, printer
+        self.site, self.settings, self.tz, self.printer = site, settings, settings.tz, printer
         self.base = site_address(settings)
+        # What every page is made with besides its data: the settings that change what it shows.
+        self.salt = (settings.tz, sorted(settings.tags.items()), self.base)
         self.index = search.Index()
-        self.published: list[Published] = []
+        self.lists = Lists()
+        self.memo = Memo(site.root.parent / f".{site.root.name}.prhub-memo")
+        self.done = False
         self.cards: list[Card] = []
         self.weeks = self.digests = self.pdfs = 0
 
-    def put(self, path: str, make: Callable[[], str | bytes], *inputs: object) -> str:
-        """`path` as the last build wrote it when its inputs are the same, else made anew."""
-        key = _key(path, *inputs)
-        if self.site.kept(path, key):
-            return self.site.files[path]
-        return self.site.put(path, key, make())
+    def put(
+        self,
+        path: str,
+        make: Callable[[], str | bytes],
+        *inputs: object,
+        kind: str = "",
+        repo: str = "",
+    ) -> str:
+        """`path` as the last build wrote it when its inputs are the same, else made anew; a
+        report's or a digest's JSON is of `kind` "report" or "digest", of `repo` (the manifest
+        lists them)."""
+        key = _key(path, self.salt, *inputs)
+        if (sha := self.site.kept(path, key, kind, repo)) is not None:
+            return sha
+        return self.site.put(path, key, make(), kind, repo)
 
-    def repo(self, repo: Repo) -> None:
-        """Every file of one repository: leaves first, the pages that link to them after."""
-        at, tz, name = f"{repo.name}/", self.tz, repo.name
-        here, deeper = Pages(2, tz, name), Pages(3, tz, name)
-        made = {w.stem: _json(w.report) for w in repo.weeks}
-        hashes = {stem: h for stem, (_, h) in made.items()}
-        rows = _Rows(repo.weeks, tz, hashes)
+    def repo(self, store: Store, name: str) -> bool:
+        """Every file of one repository, leaves first, the pages that link to them after;
+        False when the store holds nothing of it to publish."""
+        weeks = survey(store, name, self.settings, self.memo, self.lists)
+        count = self.lists.count()
+        if not weeks and not count:
+            return False
+        at, tz, src = f"{name}/", self.tz, Sources(store, name, self.settings)
+        here = Pages(2, tz, name)
+        newest = list(self.lists.latest(feed.DIGESTS))
+        home = links(name, {n.number: n.url for n, _ in newest[:1]}).base
+        rows = _Rows(weeks, tz)
         entries: list[feed.Entry] = []
-        appears: dict[int, list[str]] = defaultdict(list)
         for i, m in enumerate(rows.mains):
             for w in (m, *rows.variants[m.stem]):
-                self.week(at, w, made[w.stem], rows, i, here)
-                entries.append(feed.week_entry(w.report, _repo_url(repo), w.stem, f"{w.stem}.html"))
-                for d in w.report.digests:
-                    appears[d.number].append(w.stem)
-        months: dict[str, list[PRDigest]] = defaultdict(list)
-        tagged: dict[str, list[PRDigest]] = defaultdict(list)
-        digest_hash = {}
-        for d in repo.digests:
-            text, h = _json(d)
-            digest_hash[d.number] = h
-            path = f"{at}pr/{d.number}"
-            sha = self.put(f"{path}.json", partial(str, text), h)
-            self.published.append(Published(f"{path}.json", "digest", name, sha))
-            stems = appears.get(d.number, [])
-            self.put(
-                f"{path}.html",
-                partial(_digest_page, deeper, d, name, rows, stems),
-                h,
-                [(stem, hashes[stem]) for stem in stems],
-                tz,
-            )
-            self.index.note(f"{path}.html", h)
-            months[_month(d, tz)].append(d)
-            for t in d.tags:
-                tagged[t].append(d)
-        stream = [Month(m, f"stream/{m}.html", len(ds)) for m, ds in sorted(months.items())][::-1]
-        for i, month in enumerate(stream):
-            ds = months[month.name]
-            near = (stream[i - 1] if i else None, stream[i + 1] if i + 1 < len(stream) else None)
-            self.put(
-                f"{at}{month.href}",
-                partial(deeper.month, name, month, ds, near),
-                [digest_hash[d.number] for d in ds],
-                near,
-            )
-        for tag, ds in tagged.items():
-            self.put(
-                f"{at}{tag_file(tag)}",
-                partial(deeper.tag, name, tag, ds),
-                tag,
-                [digest_hash[d.number] for d in ds],
-            )
-        counts = sorted((t, len(ds)) for t, ds in tagged.items())
+                self.week(at, w, rows, i, here, src)
+                entries.append(_entry(w.entry, f"{home}#prhub-weekly-{w.stem}", f"{w.stem}.html"))
+                self.lists.appear(w)
+        self.pages(at, name, rows, src)
+        stream = sitelists.months(self.put, at, self.lists, src, tz)
+        counts = sitelists.tags(self.put, at, self.lists, src, tz)
         self.put(f"{at}tags.html", lambda: here.tags(name, counts), counts)
-        newest = repo.digests[: feed.DIGESTS]
-        entries += [feed.digest_entry(d, f"pr/{d.number}.html") for d in newest]
+        entries += [_entry(n.entry, n.url, f"pr/{n.number}.html", n.url) for n, _ in newest]
         base = f"{self.base}{at}" if self.base else ""
         self.put(
             f"{at}feed.xml",
-            lambda: feed.atom(name, _repo_url(repo), "index.html", entries, base),
-            [hashes[w.stem] for w in repo.weeks],
-            [digest_hash[d.number] for d in newest],
-            base,
+            lambda: feed.atom(name, home, "index.html", entries, base),
+            [w.fp for w in weeks],
+            [n.fp for n, _ in newest],
+            home,
         )
-        top = repo.digests[:NEWEST]
+        top = newest[:NEWEST]
         self.put(
             f"{at}index.html",
-            lambda: here.repo(name, rows.listed(), top, stream, len(tagged)),
+            lambda: here.repo(
+                name, rows.listed(), [src.digest(s) for _, s in top], stream, len(counts)
+            ),
             rows.keys,
-            [digest_hash[d.number] for d in top],
-            stream,
-            len(tagged),
+            [n.fp for n, _ in top],
+            [(m.name, m.count) for m in stream],
+            len(counts),
         )
-        latest = next((i for i, m in enumerate(rows.mains) if m.report.facts.pr_count), None)
+        latest = next((i for i, m in enumerate(rows.mains) if m.prs), None)
         shown = rows.entry(latest) if latest is not None else None
         self.cards.append(
             Card(
                 name,
                 replace(shown, href=f"{at}{shown.href}", variants=()) if shown else None,
                 len(rows.mains),
-                len(repo.digests),
-                links(name, {d.number: d.url for d in repo.digests[:1]}),
+                count,
+                links(name, {n.number: n.url for n, _ in newest[:1]}),
             )
         )
-        self.weeks += len(repo.weeks)
-        self.digests += len(repo.digests)
+        self.weeks += len(weeks)
+        self.digests += count
+        return True
 
-    def week(
-        self, at: str, w: Week, made: tuple[str, str], rows: _Rows, i: int, here: Pages
-    ) -> None:
+    def week(self, at: str, w: WeekNote, rows: _Rows, i: int, here: Pages, src: Sources) -> None:
         """A week's files: its JSON, Markdown and PDF, then its page (entry `i` of `rows`)."""
-        r, path = w.report, f"{at}{w.stem}"
-        text, h = made
-        sha = self.put(f"{path}.json", lambda: text, h)
-        self.published.append(Published(f"{path}.json", "report", r.facts.repo, sha))
-        self.put(f"{path}.md", lambda: render.weekly_markdown(r, digest_link=pages.digest_page), h)
+        path, h = f"{at}{w.stem}", w.fp
+        self.put(f"{path}.json", lambda: _json(src.report(w)), h, kind="report", repo=src.name)
+        self.put(
+            f"{path}.md",
+            lambda: render.weekly_markdown(src.report(w), digest_link=pages.digest_page),
+            h,
+        )
         wanted = self.printer.want is not False
-        printed = wanted and self.site.kept(f"{path}.pdf", _key(f"{path}.pdf", h))
-        if wanted and not printed and (doc := self.printer(html.weekly_html(r))) is not None:
-            self.site.put(f"{path}.pdf", _key(f"{path}.pdf", h), doc)
-            printed = True
+        key = _key(f"{path}.pdf", self.salt, h)
+        printed = wanted and self.site.kept(f"{path}.pdf", key) is not None
+        if wanted and not printed:
+            if (doc := self.printer(html.weekly_html(src.report(w)))) is not None:
+                self.site.put(f"{path}.pdf", key, doc)
+                printed = True
         self.pdfs += printed
         self.index.note(f"{path}.html", h)
+        self.lists.note(w.doc)
         self.put(
             f"{path}.html",
-            lambda: here.week(r, w.stem, printed, rows.around(i), rows.entry(i).variants),
+            lambda: here.week(
+                src.report(w), w.stem, printed, rows.around(i), rows.entry(i).variants
+            ),
             h,
             printed,
             rows.keys[max(0, i - 1) : i + 2],
         )
 
-    def finish(self, documents: Callable[[], Iterator[dict[str, Any]]]) -> None:
-        """The root's files: style and script, search (from `documents`, in the order the
-        repositories noted them, when it changed), the home page, the manifest."""
+    def pages(self, at: str, name: str, rows: _Rows, src: Sources) -> None:
+        """Each digest's page, and its JSON where no week's JSON holds it as it is."""
+        deeper = Pages(3, self.tz, name)
+        for note, source in self.lists.latest():
+            path = f"{at}pr/{note.number}"
+            held = self.lists.holder(note)
+            if held is None:
+                make = partial(_digest_json, src, source)
+                self.put(f"{path}.json", make, note.fp, kind="digest", repo=name)
+            stems = self.lists.weeks_of(note.number)
+            self.put(
+                f"{path}.html",
+                partial(_digest_page, deeper, src, source, name, rows, stems, held),
+                note.fp,
+                [(stem, rows.fp(stem)) for stem in stems],
+                held,
+            )
+            self.index.note(f"{path}.html", note.fp)
+            self.lists.note(note.doc)
+
+    def finish(self) -> None:
+        """The root's files: style and script, search (when it changed, from the entries in
+        the order the repositories noted them), the home page, the manifest."""
         for path, text in pages.assets().items():
             self.site.put(path, _key(path), text)
         key = _key("search", self.index.key, self.index.shards, self.tz)
-        parts = [p for p in self.site.old.inputs if p.startswith(f"{search.FOLDER}/")]
+        parts = self.site.books.old_paths(f"{search.FOLDER}/")
         if not self.site.kept_all([*parts, "search.html"], key):
-            for entry in documents():
+            for entry in self.lists.docs():
                 self.index.add(entry)
             for path, text in self.index.files():
                 self.site.put(path, key, text)
@@ -230,34 +224,35 @@ class Build:
             self.site.put("search.html", key, page)
         cards = self.cards
         self.put("index.html", lambda: Pages(0, self.tz).home(cards), cards)
-        self.site.put(MANIFEST, _key(MANIFEST), manifest_json(self.published))
+        self.site.put(MANIFEST, _key(MANIFEST), self.site.books.manifest())
+        self.done = True
+
+    def close(self) -> None:
+        self.index.close()
+        self.lists.close()
+        self.memo.close(self.done)
 
 
 class _Rows:
-    """A repository's weeks as its lists show them, each made only when a page shows it: the
-    pages' inputs are the weeks' names and fingerprints."""
+    """A repository's weeks as its lists show them: one entry per ISO week, its other time
+    zones inside it; the pages' inputs are the weeks' names and fingerprints."""
 
-    def __init__(self, weeks: Sequence[Week], tz: str, hashes: dict[str, str]) -> None:
+    def __init__(self, weeks: Sequence[WeekNote], tz: str) -> None:
         self.mains, self.variants = _entries(weeks, tz)
         self.by_stem = {w.stem: w for w in weeks}
-        self.hashes = hashes
-        self._made: dict[str, WeekRow] = {}
         # What the entries are made of: each week's name and fingerprint, its variants' names.
         self.keys = [
-            (m.stem, hashes[m.stem], tuple(v.stem for v in self.variants[m.stem]))
-            for m in self.mains
+            (m.stem, m.fp, tuple(v.stem for v in self.variants[m.stem])) for m in self.mains
         ]
 
-    def row(self, stem: str) -> WeekRow:
-        if stem not in self._made:
-            self._made[stem] = week_row(self.by_stem[stem].report, f"{stem}.html")
-        return self._made[stem]
+    def fp(self, stem: str) -> str:
+        return self.by_stem[stem].fp
 
     def entry(self, i: int) -> WeekRow:
         """The i-th entry: its main week's row, with its other time zones."""
         m = self.mains[i]
-        variants = tuple((v.report.facts.tz, f"{v.stem}.html") for v in self.variants[m.stem])
-        return replace(self.row(m.stem), variants=variants)
+        variants = tuple((v.tz, f"{v.stem}.html") for v in self.variants[m.stem])
+        return replace(m.row(f"{m.stem}.html"), variants=variants)
 
     def listed(self) -> list[WeekRow]:
         return [self.entry(i) for i in range(len(self.mains))]
@@ -269,52 +264,51 @@ class _Rows:
 
     def up(self, stems: Sequence[str]) -> list[WeekRow]:
         """The rows of these weeks as a PR's page (in pr/) links them."""
-        return [replace(self.row(s), href=f"../{s}.html") for s in stems]
+        return [self.by_stem[s].row(f"../{s}.html") for s in stems]
 
 
-def _digest_page(at: Pages, d: PRDigest, name: str, rows: _Rows, stems: list[str]) -> str:
-    return at.digest(d, name, rows.up(stems))
+def _digest_json(src: Sources, source: str) -> str:
+    return _json(src.digest(source))
 
 
-def _entries(weeks: Sequence[Week], tz: str) -> tuple[list[Week], dict[str, list[Week]]]:
+def _digest_page(
+    at: Pages,
+    src: Sources,
+    source: str,
+    name: str,
+    rows: _Rows,
+    stems: list[str],
+    held: str | None,
+) -> str:
+    d = src.digest(source)
+    return at.digest(d, name, rows.up(stems), held)
+
+
+def _entries(
+    weeks: Sequence[WeekNote], tz: str
+) -> tuple[list[WeekNote], dict[str, list[WeekNote]]]:
     """One entry per ISO week (in the site's time zone if it has one, else the first) with the
     same week's other time zones inside it; each window of dates an entry of its own; the
     latest first."""
-    groups: dict[object, list[Week]] = {}
+    groups: dict[object, list[WeekNote]] = {}
     for w in weeks:
-        f = w.report.facts
-        groups.setdefault((f.year, f.week) if f.week is not None else w.stem, []).append(w)
+        groups.setdefault((w.year, w.week) if w.week is not None else w.stem, []).append(w)
     mains, variants = [], {}
     for group in groups.values():
-        main = next((w for w in group if w.report.facts.tz == tz), group[0])
+        main = next((w for w in group if w.tz == tz), group[0])
         mains.append(main)
         variants[main.stem] = [w for w in group if w is not main]
     return sorted(mains, key=_latest, reverse=True), variants
 
 
-def _latest(w: Week) -> tuple[datetime, bool, datetime]:
+def _latest(w: WeekNote) -> tuple[datetime, bool, datetime]:
     """The latest period ends last; of two that end together, the ISO week comes first."""
-    f = w.report.facts
-    return (f.end, f.week is not None, f.start)
+    return (w.last, w.week is not None, w.first)
 
 
-def documents(repo: Repo, tz: str) -> Iterator[dict[str, Any]]:
-    """A repository's search documents, in the order a build notes them."""
-    mains, variants = _entries(repo.weeks, tz)
-    for m in mains:
-        for w in (m, *variants[m.stem]):
-            yield search.week_entry(w.report, f"{repo.name}/{w.stem}.html")
-    for d in repo.digests:
-        yield search.digest_entry(d, f"{repo.name}/pr/{d.number}.html", tz)
-
-
-def _month(d: PRDigest, tz: str) -> str:
-    return (d.merged_at or d.meta.created_at).astimezone(ZoneInfo(tz)).strftime("%Y-%m")
-
-
-def _repo_url(repo: Repo) -> str:
-    """The repository's web address, on its digests' host (GitHub Enterprise too)."""
-    return links(repo.name, {d.number: d.url for d in repo.digests[:1]}).base
+def _entry(e: Entry, id: str, link: str, related: str = "") -> feed.Entry:
+    """A feed's entry from a note's."""
+    return feed.Entry(id, e.title, link, e.updated, e.summary, e.published, related)
 
 
 def site_address(settings: Settings) -> str:

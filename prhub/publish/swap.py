@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from prhub.errors import OutputError
-from prhub.publish.manifest import RECORD, Record, digest, read
+from prhub.publish.manifest import RECORD, Record, digest
 
 __all__ = ["Site"]
 
@@ -31,12 +31,12 @@ class Site:
         self.shown = out
         self.root = _folder(out)
         self.wrote = self.unchanged = self.removed = 0
-        self.files: dict[str, str] = {}
-        self.inputs: dict[str, str] = {}
         self.removed_paths: list[str] = []
+        self.size = 0  # the bytes of the files this build made, once finished
         self._stage: Path | None = None
         self._checked: set[str] = set()
         self._lock = -1
+        self.record: Record | None = None
 
     def __enter__(self) -> Site:
         lock = self.root.parent / f".{self.root.name}.prhub-lock"
@@ -55,18 +55,31 @@ class Site:
                 f"cannot build the site in {self.shown}: another prhub site is building it now; "
                 "run again when it has finished"
             ) from None
-        self._recover()
-        self.old = read(self.root) if self.root.is_dir() else Record()
+        try:
+            self._recover()
+            self.record = Record(self.root, self._beside("record"))
+        except BaseException:
+            os.close(self._lock)
+            raise
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
+            if self.record is not None:  # a failed build's record
+                self.record.close(keep=False)
             if self._stage is not None and self._stage != self.root:
                 shutil.rmtree(self._stage, ignore_errors=True)  # a failed build's copy
         finally:
             os.close(self._lock)
+
+    @property
+    def books(self) -> Record:
+        """This build's record, open while the site is built."""
+        if self.record is None:
+            raise RuntimeError("the site's record is closed")
+        return self.record
 
     def _recover(self) -> None:
         """What a killed build left beside the site: its copy goes; a site it had moved aside
@@ -77,50 +90,50 @@ class Site:
         for left in (self._beside("build"), aside):
             if left.is_dir() and not left.is_symlink():
                 shutil.rmtree(left)
+        self._beside("record").unlink(missing_ok=True)
 
     def _beside(self, what: str) -> Path:
         return self.root.parent / f".{self.root.name}.prhub-{what}"
 
-    def kept(self, path: str, key: str) -> bool:
-        """True, and the file kept, when the last build made `path` from the same inputs and
-        it is still there as written."""
-        if self.old.inputs.get(path) != key or path not in self.old.files:
-            return False
-        if not _plain_file(os.path.join(self.root, path)) or not self._through_folders(path):
-            return False
-        self.files[path], self.inputs[path] = self.old.files[path], key
+    def kept(self, path: str, key: str, kind: str = "", repo: str = "") -> str | None:
+        """The file's fingerprint, and the file kept, when the last build made `path` from the
+        same inputs and it is still there as written; else None."""
+        old = self.books.old(path)
+        if old is None or old.inputs != key:
+            return None
+        if _size(self.root / path) != old.size or not self._through_folders(path):
+            return None
+        self.books.add(path, old.sha, key, old.size, kind, repo)
         self.unchanged += 1
-        return True
+        return old.sha
 
     def kept_all(self, paths: list[str], key: str) -> bool:
         """`kept` for files made together: all of them, or none."""
+        olds = [self.books.old(p) for p in paths]
         if not all(
-            self.old.inputs.get(p) == key and p in self.old.files and _plain_file(self.root / p)
-            for p in paths
+            o and o.inputs == key and _size(self.root / p) == o.size
+            for p, o in zip(paths, olds, strict=True)
         ):
             return False
-        return all([self.kept(p, key) for p in paths])
+        return all([self.kept(p, key) is not None for p in paths])
 
-    def size(self) -> int:
-        """The bytes of the files this build made."""
-        return sum(max(0, _size(self.root / p)) for p in self.files)
-
-    def put(self, path: str, key: str, data: bytes | str) -> str:
+    def put(self, path: str, key: str, data: bytes | str, kind: str = "", repo: str = "") -> str:
         """Writes `data` at `path` (unless it is there already) and returns its fingerprint."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         made = digest(raw)
-        self.files[path], self.inputs[path] = made, key
+        self.books.add(path, made, key, len(raw), kind, repo)
         self._folders(path)
         here = self.root / path
-        if self.old.files.get(path) == made and _size(here) == len(raw):
+        old = self.books.old(path)
+        if old is not None and old.sha == made and _size(here) == len(raw):
             self.unchanged += 1
             return made
-        if path not in self.old.files and os.path.lexists(here) and _differs(here, raw):
+        if old is None and os.path.lexists(here) and _differs(here, raw):
             raise OutputError(
                 f"cannot build the site in {self.shown}: {self.shown / path} exists and prhub did "
                 "not write it; build into an empty folder or move it away"
             )
-        if path not in self.old.files and _plain_file(here):  # the same bytes, not yet recorded
+        if old is None and _plain_file(here):  # the same bytes, not yet recorded
             self.unchanged += 1
             return made
         stage = self._staged()
@@ -134,21 +147,27 @@ class Site:
     def finish(self) -> None:
         """Removes what the last build wrote and this one did not, records the build, and
         swaps the new site in: one durable sync for the whole build."""
-        gone = sorted(set(self.old.files) - set(self.files))
-        for path in gone:
+        books = self.books
+        for path in books.gone():
             self._folders(path)
             if self._remove(path):
                 self.removed_paths.append(path)
-        text = Record(self.files, self.inputs).text().encode("utf-8")
-        if self._stage is None:  # no page changed: the record alone, in place
-            if _size(self.root / RECORD) != len(text) or _differs(self.root / RECORD, text):
-                _replace(self.root / RECORD, text)
+        self.size = books.size()
+        changed = self._stage is not None or not books.same()
+        self.record = None
+        books.close(keep=changed)
+        if not changed:
+            return
+        if self._stage is None:  # no page changed: the record alone, in place, on disk
+            fd = os.open(books.fresh, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _place(books.fresh, self.root / RECORD)
             return
         stage = self._staged()
-        if stage == self.root:
-            _replace(stage / RECORD, text, sync=False)
-        else:
-            _write(stage / RECORD, text)
+        _place(books.fresh, stage / RECORD)
         _sync(stage)
         self._swap()
 
@@ -158,7 +177,8 @@ class Site:
         try:
             if not os.path.lexists(here):
                 return False
-            if not _plain_file(here) or digest(here.read_bytes()) != self.old.files[path]:
+            old = self.books.old(path)
+            if not _plain_file(here) or old is None or digest(here.read_bytes()) != old.sha:
                 log.warning(
                     "kept %s: prhub no longer makes it, but it changed since prhub wrote it",
                     self.shown / path,
@@ -309,6 +329,21 @@ def _replace(path: Path, data: bytes, sync: bool = True) -> None:
     except OSError as exc:
         fresh.unlink(missing_ok=True)
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _place(fresh: Path, target: Path) -> None:
+    """Moves the build's record into the site at once; through a copy beside it where the site
+    is on another file system (a mount point)."""
+    try:
+        try:
+            os.replace(fresh, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            _replace(target, fresh.read_bytes())
+            fresh.unlink()
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
 
 
 def _copy(root: Path, stage: Path) -> None:

@@ -24,6 +24,7 @@ log = logging.getLogger("prhub")
 
 OPEN_ATTEMPTS = 5
 LEASE_SECONDS = 1800.0  # a holder that neither finishes nor dies in this time is taken over
+PAGE = 64  # rows read at once by those who read a repository's rows one by one
 
 
 class StoredNarrative(NamedTuple):
@@ -269,6 +270,36 @@ class Store(Records):
             if d is not None and (old is None or old.meta.created_at < d.meta.created_at):
                 latest[d.number] = d
         return [latest[n] for n in sorted(latest)]
+
+    def digest_rows(self, repo: str) -> Iterator[tuple[str, str]]:
+        """The repository's stored digests as stored, (key, JSON), by key: read a page at a
+        time, so one who reads them all never holds them all."""
+        last = ""
+        while True:
+            with self._tx() as db:
+                rows = db.execute(
+                    "SELECT key, data FROM digests WHERE repo = ? AND key > ? ORDER BY key LIMIT ?",
+                    (repo, last, PAGE),
+                ).fetchall()
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            last = rows[-1][0]
+
+    def report_rows(self, repo: str) -> Iterator[tuple[str, str, str]]:
+        """The repository's stored reports as stored, (start, end, JSON), a page at a time."""
+        last = ("", "")
+        while True:
+            with self._tx() as db:
+                rows = db.execute(
+                    'SELECT start, "end", data FROM reports WHERE repo = ? AND (start, "end") > '
+                    '(?, ?) ORDER BY start, "end" LIMIT ?',
+                    (repo, *last, PAGE),
+                ).fetchall()
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            last = rows[-1][:2]
 
     def discussion_url(self, repo: str, start: datetime, end: datetime) -> str | None:
         """The page of the week's discussion (or issue): as posted from this store, else as

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prhub import __version__
 from prhub.config import Settings
+from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import site
 from prhub.publish.search import needed
 from prhub.store.store import Store
@@ -41,8 +42,23 @@ def test_the_manifest_lists_every_report_and_digest_file_with_its_fingerprint(tm
     assert digests == {
         str(p.relative_to(out)) for p in (out / "acme" / "rocket" / "pr").glob("*.json")
     }
-    assert len(digests) == 7
-    assert (data["reports"], data["digests"]) == (4, 7)
+    # A digest a week's JSON holds as it is has no file of its own: #120 alone is in no week.
+    assert digests == {"acme/rocket/pr/120.json"}
+    assert (data["reports"], data["digests"]) == (4, 1)
+    held = {
+        d.model_dump_json()
+        for f in reports
+        for d in WeeklyReport.model_validate_json((out / f).read_text()).digests
+    }
+    with closing(Store(tmp_path / "store.db")) as s:
+        found = [
+            *s.digests("acme/rocket"),
+            *(d for r in s.reports("acme/rocket") for d in r.digests),
+        ]
+    assert {d.number for d in found} == {101, 102, 103, 104, 105, 106, 120}
+    for d in found:
+        own = out / "acme" / "rocket" / "pr" / f"{d.number}.json"
+        assert d.model_dump_json() in held or PRDigest.model_validate_json(own.read_text()) == d
     for f in files:
         assert f["repo"] == "acme/rocket"
         assert f["sha256"] == hashlib.sha256((out / f["path"]).read_bytes()).hexdigest()

@@ -73,8 +73,10 @@ def test_every_tag_links_to_its_own_page_whose_name_holds_no_count(tmp_path):
     build(store, out)
     after = (out / ROCKET / pages.tag_file(tag)).read_text()
     assert "#140" in after and "#140" not in before
-    index = Links((out / ROCKET / "tags.html").read_text())
-    assert pages.tag_file(tag) in index.hrefs and f"tag-{tag}" in index.ids
+    page = (out / ROCKET / "tags.html").read_text()
+    assert pages.tag_file(tag) in Links(page).hrefs
+    # The index of tags is the labels view's body: by what each tag names, with its count.
+    assert "<h2>模块</h2>" in page and f'<code class="tag">{tag}</code></a>（4）' in page
     assert pages.tag_file("area/rollout") != pages.tag_file("area-rollout")
 
 

@@ -135,7 +135,7 @@
     var count = document.getElementById("search-count");
     var more = document.getElementById("more");
     var index = document.getElementById("search-index");
-    root = document.getElementById("site-search").getAttribute("data-to").replace(/search\.html$/, "");
+    root = document.querySelector('script[src$="search.js"]').getAttribute("src").replace(/search\.js$/, "");
     shards = parseInt(index.getAttribute("data-shards"), 10) || 1;
     var hits = [], shown = 0, asked = 0, query = "";
     function show() {

@@ -39,13 +39,23 @@
     return parts.length ? "#" + parts.join("&") : location.pathname + location.search;
   }
   document.addEventListener("DOMContentLoaded", function () {
-    var box = document.getElementById("site-search");
-    if (box && !document.getElementById("q")) {
-      box.hidden = false;
+    // The header's search box, made here: without scripts there is none. The search page is
+    // beside this script, at the site's root.
+    var header = document.querySelector("header.site");
+    var script = document.querySelector('script[src$="prhub.js"]');
+    if (header && script && !document.getElementById("q")) {
+      var box = document.createElement("input");
+      box.type = "search";
+      box.className = "site-search";
+      box.id = "site-search";
+      box.placeholder = box.ariaLabel = "搜索标题与导读";
+      box.setAttribute("aria-label", "搜索标题与导读");
+      var to = script.getAttribute("src").replace(/prhub\.js$/, "search.html");
       box.addEventListener("keydown", function (event) {
         if (event.key !== "Enter" || event.isComposing || !box.value.trim()) return;
-        location.href = box.getAttribute("data-to") + "#q=" + encodeURIComponent(box.value.trim());
+        location.href = to + "#q=" + encodeURIComponent(box.value.trim());
       });
+      header.appendChild(box);
     }
     var facets = document.getElementById("facets");
     if (!facets) return;
