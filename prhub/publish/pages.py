@@ -260,8 +260,10 @@ class Pages:
             title=f"{name} · {month} · Prhub",
             links=urls,
             name=name,
-            # The advice's first sentence: the digest's page, a click away, has the rest.
-            items=tuple(item(d, urls, self.tz, self.here, sentence=True) for d in digests),
+            # A line each, and the advice's first sentence: the digest's page has the rest.
+            items=tuple(
+                item(d, urls, self.tz, self.here, sentence=True, linked=False) for d in digests
+            ),
             verdicts=tuple((x, verdicts[x]) for x in VERDICTS if verdicts[x]),
             tags=tuple((t, n, tag_file(t)) for t, n in sorted(tags.items(), key=_by_count)),
             heading=month,

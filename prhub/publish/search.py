@@ -1,9 +1,10 @@
 """The site's search index, split so that one query downloads only what it needs: the keys of
 every text (pairs of Chinese characters, pieces of three letters or digits of a word) in shards
-by the key's hash, and the documents (a page's title, its line and its whole text, as plain
-text) in small chunks. The search page's script loads the shards of the words typed, then the
-chunks of the results it shows, each as a script file, so it works from the disk too. The index
-is written from a spill file: memory stays flat however many documents there are."""
+by the key's hash, and the documents (a page's title, its line and the opening of each part of
+its text, as plain text) in small chunks. The search page's script loads the shards of the
+words typed, then the chunks of the results it shows, each as a script file, so it works from
+the disk too. The index is written from a spill file: memory stays flat however many documents
+there are."""
 
 from __future__ import annotations
 
@@ -23,10 +24,14 @@ from prhub.publish.view import weekly_title
 
 __all__ = [
     "CHUNK",
+    "FIRST",
+    "PART",
     "FOLDER",
     "PAGE",
     "Index",
     "digest_entry",
+    "excerpt",
+    "found",
     "keys",
     "needed",
     "plain",
@@ -38,6 +43,9 @@ CHUNK = 8  # documents a chunk file holds
 PAGE = 20  # results a page of results shows: the chunks it loads stay few
 DOCS_PER_SHARD = 24  # about 60 KB of keys a shard
 BUFFER = 2048  # bytes each shard's spill file buffers
+# Characters a result shows of a text's first part and of each other one: the keys cover the
+# whole text, the chunks (else a copy of every text) only the opening of each of its parts.
+FIRST, PART = 120, 40
 _RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[a-z0-9]+")
 _LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
 _MARKS = re.compile(r"\*\*|__")
@@ -47,6 +55,17 @@ def plain(text: str | None) -> str:
     """Markdown as the text a reader sees: code spans, bold and links without their marks."""
     text = CODE_SPAN.sub(lambda m: m.group(2), one_line(text))
     return _MARKS.sub("", _LINK.sub(r"\1", text))
+
+
+def excerpt(text: str, most: int) -> str:
+    """The opening of a text, cut after a word, with an ellipsis where it was cut."""
+    if len(text) <= most:
+        return text
+    cut = text[:most]
+    word = re.search(r"[A-Za-z0-9_]+$", cut)
+    if word and text[most].isalnum() and word.start() > most // 2:
+        cut = cut[: word.start()].rstrip()
+    return cut + "…"
 
 
 def _fold(text: str) -> str:
@@ -75,31 +94,26 @@ def shard(key: str, shards: int) -> int:
 
 
 def digest_entry(d: PRDigest, url: str, tz: str) -> dict[str, Any]:
-    """A digest as the index holds it: its whole text; `url` is its page from the site's root."""
+    """A digest as the index holds it: its whole text (`x`, for the keys) and the opening of
+    each of its parts (`e`, what a result shows); `url` is its page from the site's root."""
     c = d.content
     merged = local_time(d.merged_at, tz)[:10] if d.merged_at else "未合并"
+    # The advice first: a hit's excerpt shows the reader's text.
+    said = [c.advice, *c.design_decisions, *c.risks, *c.follow_ups, *c.discussion]
+    more = [c.importance_reason, d.original_title, *d.tags, f"@{d.author}", f"#{d.number}"]
     return {
         "u": url,
         "r": d.repo,
         "t": plain(c.title),
         "s": f"#{d.number} · {c.verdict} · 重要性 {c.importance:.1f} · {merged}",
-        "x": _words(  # the advice first: a hit's excerpt shows the reader's text
-            c.advice,
-            c.importance_reason,
-            *c.design_decisions,
-            *c.risks,
-            *c.follow_ups,
-            *c.discussion,
-            d.original_title,
-            *d.tags,
-            f"@{d.author}",
-            f"#{d.number}",
-        ),
+        "x": _words(*said, *more),
+        "e": _openings(said),
     }
 
 
 def week_entry(r: WeeklyReport, url: str) -> dict[str, Any]:
-    """A weekly report as the index holds it: its narrative's whole text."""
+    """A weekly report as the index holds it: its narrative's whole text, and the opening of
+    each of its parts."""
     n = r.narrative
     said = (
         [
@@ -121,11 +135,19 @@ def week_entry(r: WeeklyReport, url: str) -> dict[str, Any]:
         "t": weekly_title(r),
         "s": f"周报 · {r.facts.pr_count} 个 PR",
         "x": _words(*said),
+        "e": _openings(said),
     }
 
 
 def _words(*texts: str) -> str:
     return " ".join(t for t in map(plain, texts) if t)
+
+
+def _openings(texts: list[str]) -> str:
+    """What a result shows of a text: the opening of its first part and of each other one."""
+    return " ".join(
+        excerpt(t, FIRST if i == 0 else PART) for i, t in enumerate(map(plain, texts)) if t
+    )
 
 
 class Index:
@@ -173,7 +195,8 @@ class Index:
                         buckets[shard("^" + k, shards)].write(f"^{k}\t{i}\n".encode())
                     for k in keys(f"{doc['t']} {doc['x']} {doc['r']}"):
                         buckets[shard(k, shards)].write(f"{k}\t{i}\n".encode())
-                    chunk.append(line.rstrip("\n"))
+                    doc["x"] = doc.pop("e", doc["x"])
+                    chunk.append(json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
                     if len(chunk) == CHUNK:
                         yield _chunk(i // CHUNK, chunk)
                         chunk = []
@@ -244,6 +267,22 @@ def _loaded(path: Path) -> Any:
 
 def needed(out: Path, query: str) -> list[str]:
     """The files the search page loads for `query` and its first page of results."""
+    return _search(out, query)[0]
+
+
+def found(out: Path, query: str) -> list[str]:
+    """The pages the search page shows first for `query`, best first."""
+    files, ranked = _search(out, query)
+    docs: dict[int, Any] = {}
+    for f in files[4:]:
+        if f.startswith(f"{FOLDER}/d/"):
+            n = int(Path(f).stem)
+            docs.update({n * CHUNK + i: d for i, d in enumerate(_loaded(out / f) or [])})
+    return [docs[d]["u"] for d in ranked]
+
+
+def _search(out: Path, query: str) -> tuple[list[str], list[int]]:
+    """What the search page does for `query`: the files it loads, the documents it shows."""
     page = (out / "search.html").read_text(encoding="utf-8")
     said = re.search(r'data-shards="(\d+)"', page)
     shards = int(said.group(1)) if said else 1
@@ -275,4 +314,4 @@ def needed(out: Path, query: str) -> list[str]:
         scores = {d: scores.get(d, 0) + s for d, s in found.items() if i == 0 or d in scores}
     ranked = sorted(scores, key=lambda d: (-scores[d], d))[:PAGE]
     files += [f"{FOLDER}/d/{n}.js" for n in sorted({d // CHUNK for d in ranked})]
-    return files
+    return files, ranked

@@ -14,7 +14,8 @@ from zoneinfo import ZoneInfo
 
 from prhub.model import PRDigest
 from prhub.publish.pages import Month, Pages, Paging, tag_file
-from prhub.publish.sitedata import DigestNote, Lists, Sources
+from prhub.publish.sitedata import Sources
+from prhub.publish.siteindex import Lists, Row
 
 __all__ = ["PAGE", "Chunk", "chunks", "months", "tags"]
 
@@ -52,7 +53,7 @@ def _where(name: str, chunk: Chunk) -> tuple[str, int, Paging]:
     return f"{name}/{chunk.number}.html", 4, Paging(older=older, newer=newer)
 
 
-def _span(notes: Sequence[DigestNote], tz: str) -> str:
+def _span(notes: Sequence[Row], tz: str) -> str:
     """The days a page's PRs were merged (or their digests made)."""
     zone = ZoneInfo(tz)
     days = [_day(n.merged, zone) for n in (notes[-1], notes[0])] if notes else ["", ""]
@@ -78,7 +79,7 @@ def _paged(
 ) -> None:
     """Every page of one list: each made only when its digests or its neighbours changed."""
     for chunk in chunks(count):
-        notes = [n for n, _ in lists.page(*which, chunk.at, chunk.size)]
+        notes = lists.page(*which, chunk.at, chunk.size)
         path, depth, paging = _where(name, chunk)
         if chunk.number == 0:
             paging = Paging(older=paging.older, months=around, total=count)
@@ -106,7 +107,7 @@ def _render(
     paging: Paging,
 ) -> str:
     found = lists.page(*which, chunk.at, chunk.size)
-    return render(pages, [src.digest(source) for _, source in found], paging)
+    return render(pages, [src.digest(row.source) for row in found], paging)
 
 
 def _month(name: str, month: str, at: Pages, digests: list[PRDigest], paging: Paging) -> str:

@@ -20,7 +20,8 @@ from prhub.publish.manifest import MANIFEST
 from prhub.publish.pages import Card, Pages, WeekRow
 from prhub.publish.parts import links
 from prhub.publish.render import TEMPLATES
-from prhub.publish.sitedata import Entry, Lists, Memo, Sources, WeekNote, survey
+from prhub.publish.sitedata import Sources, survey
+from prhub.publish.siteindex import Entry, Lists, Memo, WeekNote
 from prhub.publish.swap import Site
 from prhub.store.store import Store
 
@@ -111,7 +112,7 @@ class Build:
             return False
         at, tz, src = f"{name}/", self.tz, Sources(store, name, self.settings)
         here = Pages(2, tz, name)
-        newest = list(self.lists.latest(feed.DIGESTS))
+        newest = self.lists.newest(feed.DIGESTS)
         home = links(name, {n.number: n.url for n, _ in newest[:1]}).base
         rows = _Rows(weeks, tz)
         entries: list[feed.Entry] = []
@@ -191,22 +192,21 @@ class Build:
     def pages(self, at: str, name: str, rows: _Rows, src: Sources) -> None:
         """Each digest's page, and its JSON where no week's JSON holds it as it is."""
         deeper = Pages(3, self.tz, name)
-        for note, source in self.lists.latest():
-            path = f"{at}pr/{note.number}"
-            held = self.lists.holder(note)
+        for row in self.lists.latest():
+            path = f"{at}pr/{row.number}"
+            stems, held = self.lists.weeks(row)
             if held is None:
-                make = partial(_digest_json, src, source)
-                self.put(f"{path}.json", make, note.fp, kind="digest", repo=name)
-            stems = self.lists.weeks_of(note.number)
+                make = partial(_digest_json, src, row.source)
+                self.put(f"{path}.json", make, row.fp, kind="digest", repo=name)
             self.put(
                 f"{path}.html",
-                partial(_digest_page, deeper, src, source, name, rows, stems, held),
-                note.fp,
+                partial(_digest_page, deeper, src, row.source, name, rows, stems, held),
+                row.fp,
                 [(stem, rows.fp(stem)) for stem in stems],
                 held,
             )
-            self.index.note(f"{path}.html", note.fp)
-            self.lists.note(note.doc)
+            self.index.note(f"{path}.html", row.fp)
+        self.lists.note_digests()
 
     def finish(self) -> None:
         """The root's files: style and script, search (when it changed, from the entries in

@@ -12,7 +12,8 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from prhub.config import Settings
-from prhub.publish import pages, site
+from prhub.publish import pages, search, site
+from prhub.publish.search import excerpt, found
 from prhub.store.store import Store
 from tests.factories import Links, crawl, digest, report, site_store
 
@@ -90,7 +91,7 @@ def test_a_failed_digest_without_a_body_shows_what_it_has_under_its_marker(tmp_p
     assert "这篇导读没有正文" in page
 
 
-def test_search_holds_each_digests_whole_text_as_plain_text(tmp_path):
+def test_search_finds_each_digests_whole_text_and_shows_its_opening_as_plain_text(tmp_path):
     _, out = built(tmp_path)
     docs = []
     for chunk in sorted((out / "search.index" / "d").glob("*.js")):
@@ -98,9 +99,18 @@ def test_search_holds_each_digests_whole_text_as_plain_text(tmp_path):
         assert body
         docs += json.loads(body.group(1))
     d = report().digests[0]
-    mine = next(x for x in docs if x["u"] == f"acme/rocket/pr/{d.number}.html")
-    for said in (*d.content.risks, *d.content.follow_ups, *d.content.design_decisions):
-        assert said.replace("`", "") in mine["x"]
+    page = f"acme/rocket/pr/{d.number}.html"
+    # A word of its risks, of its follow-ups, of a design decision: each finds it.
+    for word in ("top_p", "GRPO 评估路径", "MIN_TEMPERATURE"):
+        assert page in found(out, word), word
+    # A result shows the opening of each part: the advice's, then each decision's, risk's...
+    mine = next(x for x in docs if x["u"] == page)
+    c = d.content
+    parts = [c.advice, *c.design_decisions, *c.risks, *c.follow_ups]
+    opened = [excerpt(search.plain(t), search.PART) for t in parts]
+    opened[0] = excerpt(search.plain(c.advice), search.FIRST)
+    assert mine["x"] == " ".join(opened) and "…" in mine["x"]
+    assert len(mine["x"]) < len(search.plain(c.advice)) + 100
     assert all("`" not in x["t"] + x["x"] for x in docs)
     assert len(docs) == 7 + 4  # the digests and the reports
 

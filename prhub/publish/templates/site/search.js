@@ -12,6 +12,14 @@
   function fold(text) {
     return (text.normalize ? text.normalize("NFKC") : text).toLowerCase();
   }
+  function foldEach(text) {
+    // Folded character by character, each as long as it was (… stays …, not ...): a place
+    // in the folded text is the same place in the text.
+    return Array.from(text).map(function (c) {
+      var f = fold(c);
+      return f.length === c.length ? f : c.toLowerCase();
+    }).join("");
+  }
   function keysOf(word) {
     var found = {}, runs = fold(word).match(/[\u3400-\u9fff\uf900-\ufaff]+|[a-z0-9]+/g) || [];
     runs.forEach(function (run) {
@@ -114,7 +122,7 @@
   function snippet(text, query) {
     // Where the first word typed is found, with some text around it; a cut never falls inside
     // a word of letters or digits. [before, the word as written, after].
-    var folded = fold(text), at = -1, size = 0;
+    var folded = foldEach(text), at = -1, size = 0;
     var words = fold(query).split(/\s+/).filter(Boolean);
     for (var i = 0; i < words.length && at < 0; i++) {
       at = folded.indexOf(words[i]);
