@@ -12,12 +12,12 @@ import fcntl
 import logging
 import os
 import shutil
-import stat
 from pathlib import Path
 from types import TracebackType
 
 from prhub.errors import OutputError
 from prhub.publish.manifest import RECORD, Record, digest
+from prhub.publish.sitefiles import copy, differs, folder, plain_file, size
 
 __all__ = ["Site"]
 
@@ -29,7 +29,7 @@ class Site:
 
     def __init__(self, out: Path) -> None:
         self.shown = out
-        self.root = _folder(out)
+        self.root = folder(out)
         self.wrote = self.unchanged = self.removed = 0
         self.removed_paths: list[str] = []
         self.size = 0  # the bytes of the files this build made, once finished
@@ -101,7 +101,7 @@ class Site:
         old = self.books.old(path)
         if old is None or old.inputs != key:
             return None
-        if _size(self.root / path) != old.size or not self._through_folders(path):
+        if size(self.root / path) != old.size or not self._through_folders(path):
             return None
         self.books.add(path, old.sha, key, old.size, kind, repo)
         self.unchanged += 1
@@ -111,7 +111,7 @@ class Site:
         """`kept` for files made together: all of them, or none."""
         olds = [self.books.old(p) for p in paths]
         if not all(
-            o and o.inputs == key and _size(self.root / p) == o.size
+            o and o.inputs == key and size(self.root / p) == o.size
             for p, o in zip(paths, olds, strict=True)
         ):
             return False
@@ -125,15 +125,15 @@ class Site:
         self._folders(path)
         here = self.root / path
         old = self.books.old(path)
-        if old is not None and old.sha == made and _size(here) == len(raw):
+        if old is not None and old.sha == made and size(here) == len(raw):
             self.unchanged += 1
             return made
-        if old is None and os.path.lexists(here) and _differs(here, raw):
+        if old is None and os.path.lexists(here) and differs(here, raw):
             raise OutputError(
                 f"cannot build the site in {self.shown}: {self.shown / path} exists and prhub did "
                 "not write it; build into an empty folder or move it away"
             )
-        if old is None and _plain_file(here):  # the same bytes, not yet recorded
+        if old is None and plain_file(here):  # the same bytes, not yet recorded
             self.unchanged += 1
             return made
         stage = self._staged()
@@ -178,7 +178,7 @@ class Site:
             if not os.path.lexists(here):
                 return False
             old = self.books.old(path)
-            if not _plain_file(here) or old is None or digest(here.read_bytes()) != old.sha:
+            if not plain_file(here) or old is None or digest(here.read_bytes()) != old.sha:
                 log.warning(
                     "kept %s: prhub no longer makes it, but it changed since prhub wrote it",
                     self.shown / path,
@@ -234,7 +234,7 @@ class Site:
                 self._stage = self.root
             else:
                 self._stage = self._beside("build")
-                _copy(self.root, self._stage)
+                copy(self.root, self._stage)
         return self._stage
 
     def _swap(self) -> None:
@@ -264,42 +264,6 @@ class Site:
             os.rename(self.root, aside)
             os.rename(stage, self.root)
             shutil.rmtree(aside, ignore_errors=True)
-
-
-def _folder(out: Path) -> Path:
-    """The site's folder: through a link to one; a dangling link or a file is an error."""
-    if out.is_symlink() and not out.exists():
-        raise OutputError(
-            f"cannot build the site in {out}: it is a link to {os.readlink(out)}, which does not "
-            "exist; make that folder or remove the link"
-        )
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"cannot build the site in {out}: it is a file, not a folder")
-    return Path(os.path.realpath(out))
-
-
-def _plain_file(path: Path | str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _size(path: Path) -> int:
-    """A regular file's size; -1 for anything else."""
-    try:
-        found = path.lstat()
-    except OSError:
-        return -1
-    return found.st_size if stat.S_ISREG(found.st_mode) else -1
-
-
-def _differs(path: Path, data: bytes) -> bool:
-    """True when `path` holds something other than `data` (or is no regular file)."""
-    try:
-        return not _plain_file(path) or path.read_bytes() != data
-    except OSError:
-        return True
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -344,45 +308,6 @@ def _place(fresh: Path, target: Path) -> None:
             fresh.unlink()
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
-
-
-def _copy(root: Path, stage: Path) -> None:
-    """`stage` as a copy of `root`: folders made, files hard-linked, links copied as links."""
-    if os.path.lexists(stage):
-        shutil.rmtree(stage)
-    try:
-        stage.mkdir()
-        if not root.is_dir():
-            return
-        shutil.copymode(root, stage)
-        for folder, dirs, names in os.walk(root):
-            at = stage / os.path.relpath(folder, root)
-            for name in [*dirs, *names]:
-                source, target = Path(folder) / name, at / name
-                mode = source.lstat().st_mode
-                if stat.S_ISLNK(mode):
-                    os.symlink(os.readlink(source), target)
-                elif stat.S_ISDIR(mode):
-                    target.mkdir()
-                    shutil.copymode(source, target)
-                elif stat.S_ISREG(mode):
-                    _link(source, target)
-                else:
-                    raise OutputError(
-                        f"cannot build the site in {root}: {source} is neither a file nor a "
-                        "folder; move it away"
-                    )
-    except OSError as exc:
-        raise OutputError(f"cannot copy {root} to build the site: {exc.strerror or exc}") from None
-
-
-def _link(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-            raise
-        shutil.copy2(source, target)
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
