@@ -416,6 +416,20 @@ def digest(**content: Any) -> PRDigest:
     return d.model_copy(update={"content": d.content.model_copy(update=content)})
 
 
+def numbered(number: int, merged: datetime | None = None, **content: Any) -> PRDigest:
+    """The fixture digest as acme/rocket's PR `number`, with its own URL and key, merged at
+    `merged` (else when the fixture's was), its content changed by `content`."""
+    d = digest(**content)
+    return d.model_copy(
+        update={
+            "number": number,
+            "url": f"https://github.com/acme/rocket/pull/{number}",
+            "merged_at": merged or d.merged_at,
+            "meta": d.meta.model_copy(update={"cache_key": f"acme/rocket#{number}"}),
+        }
+    )
+
+
 def report() -> WeeklyReport:
     """The fixture report of acme/rocket, 2026 week 31."""
     path = FIXTURES / "reports" / "acme-rocket-2026-W31.json"

@@ -1,4 +1,4 @@
-"""A repository's Atom feed (RFC 4287): its weekly reports and latest digests, their summaries
+"""A repository's Atom feed (RFC 4287): its latest weekly reports and digests, their summaries
 as plain text (no Markdown). Ids and times come from the data, never the clock, so the same
 store gives the same bytes."""
 
@@ -16,10 +16,11 @@ from prhub.publish.search import plain
 from prhub.publish.view import weekly_title
 from prhub.weekly.prose import lead
 
-__all__ = ["DIGESTS", "Entry", "atom", "digest_entry", "week_entry"]
+__all__ = ["DIGESTS", "WEEKS", "Entry", "atom", "digest_entry", "week_entry"]
 
 ATOM = "http://www.w3.org/2005/Atom"
-DIGESTS = 50  # the newest digests a feed carries; every week is in it
+DIGESTS = 50  # the newest digests a feed carries
+WEEKS = 50  # the newest weeks it carries: a reader follows what is new, not the archive
 # What XML 1.0 cannot hold at all: most C0 controls, lone surrogates, U+FFFE and U+FFFF.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 

@@ -238,8 +238,10 @@ class Pages:
         newest: Sequence[PRDigest],
         months: Sequence[Month],
         tags: int,
+        older: Sequence[tuple[str, Sequence[tuple[str, str]]]] = (),
     ) -> str:
-        """A repository's weeks, newest first, its newest digests and its stream's months."""
+        """A repository's weeks, newest first (then the `older` ones by year, a link each), its
+        newest digests and its stream's months."""
         urls = links(name, {d.number: d.url for d in newest})
         v = SiteView(
             title=f"{name} · Prhub",
@@ -249,7 +251,8 @@ class Pages:
             items=tuple(item(d, urls, self.tz) for d in newest),
             months=tuple(months),
         )
-        return self._page("repo.html", v, tag_count=tags, total=sum(m.count for m in months))
+        total = sum(m.count for m in months)
+        return self._page("repo.html", v, tag_count=tags, total=total, older=older)
 
     def month(self, name: str, month: str, digests: Sequence[PRDigest], at: Paging) -> str:
         """A page of a month of the stream: its digests, filterable by verdict and tag."""

@@ -131,15 +131,20 @@ def survey(store: Store, name: str, settings: Settings, memo: Memo, lists: Lists
     entry's note from the memo when its stored text is the one noted, else made anew."""
     salt = f"{name}\n{settings.tz}\n{sorted(settings.tags.items())}\n"
     weeks = []
+    lists.clear()
     for start, end, text in store.report_rows(name):
         key = fingerprint(f"week\n{salt}{text}")
         if (noted := memo.get(key)) is not None:
-            weeks.append(WeekNote.model_validate_json(noted))
+            note = WeekNote.model_validate_json(noted)
         elif (r := _load(WeeklyReport, text)) is not None:
-            weeks.append(_week_note(r, start, end, name, settings))
-            memo.put(key, weeks[-1].model_dump_json())
+            note = _week_note(r, start, end, name, settings)
+            memo.put(key, note.model_dump_json())
+        else:
+            continue
+        # Its digests and search entry wait on disk: what stays in memory is a line of a list.
+        lists.week(note)
+        weeks.append(note.model_copy(update={"doc": {}}))
     weeks.sort(key=lambda w: (w.first, w.last, w.tz), reverse=True)
-    lists.clear()
     for key, text in store.digest_rows(name):
         memo_key = fingerprint(f"digest\n{salt}{text}")
         if (noted := memo.get(memo_key)) is not None:
@@ -148,9 +153,10 @@ def survey(store: Store, name: str, settings: Settings, memo: Memo, lists: Lists
             made = _digest_note(d, name, settings)
             memo.put(memo_key, made.model_dump_json())
             lists.add(made, f"d\t{key}")
-    for w in weeks:
-        for i, (number, made_at, fp) in enumerate(w.digests):
-            lists.held(number, made_at, fp, f"r\t{w.start}\t{w.end}\t{i}")
+    for i, w in enumerate(weeks):
+        for at, (number, made_at, fp) in enumerate(w.digests):
+            lists.held(number, made_at, fp, f"r\t{w.start}\t{w.end}\t{at}")
+        weeks[i] = w.model_copy(update={"digests": []})
     src = Sources(store, name, settings)
 
     def note_of(source: str) -> DigestNote:

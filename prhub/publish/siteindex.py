@@ -39,7 +39,7 @@ class DigestNote(BaseModel):
     tags: list[tuple[str, str]]  # each tag and what it names: module, type or label
     fp: str  # its JSON's fingerprint, as the store holds it
     url: str
-    doc: dict[str, Any]  # its search entry
+    doc: dict[str, Any] = {}  # its search entry (the lists keep it apart)
     entry: Entry
 
 
@@ -151,11 +151,13 @@ class Lists:
             """
             DROP TABLE IF EXISTS found; DROP TABLE IF EXISTS found_tags;
             DROP TABLE IF EXISTS latest; DROP TABLE IF EXISTS tagged; DROP TABLE IF EXISTS appears;
+            DROP TABLE IF EXISTS weeks;
             CREATE TABLE found (seq INTEGER PRIMARY KEY, number INT, made INT, merged INT,
                 month TEXT, fp TEXT, note TEXT, doc TEXT, source TEXT);
             CREATE TABLE found_tags (seq INT, tag TEXT, kind TEXT);
-            CREATE TABLE appears (seq INTEGER PRIMARY KEY, number INT, stem TEXT, fp TEXT);
-            CREATE INDEX appears_pr ON appears (number, seq);
+            CREATE TABLE appears (number INT, stem TEXT, fp TEXT);
+            CREATE INDEX appears_pr ON appears (number);
+            CREATE TABLE weeks (stem TEXT PRIMARY KEY, rank INT, doc TEXT);
             """
         )
         self.db.execute("BEGIN")
@@ -173,7 +175,7 @@ class Lists:
             "INSERT INTO found_tags VALUES (?, ?, ?)", [(seq, t, k) for t, k in n.tags]
         )
         doc = json.dumps(n.doc, ensure_ascii=False)
-        return n.merged, n.month, n.fp, n.model_dump_json(), doc
+        return n.merged, n.month, n.fp, n.model_dump_json(exclude={"doc"}), doc
 
     def held(self, number: int, made: int, fp: str, source: str) -> None:
         """A digest a report holds, by number, when it was made and its fingerprint."""
@@ -263,24 +265,34 @@ class Lists:
             )
         return [Row(*row) for row in rows]
 
-    def appear(self, week: WeekNote) -> None:
-        """A week's digests are in it."""
+    def week(self, week: WeekNote) -> None:
+        """A week: the digests it holds, its search entry."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO weeks VALUES (?, 0, ?)",
+            (week.stem, json.dumps(week.doc, ensure_ascii=False)),
+        )
         self.db.executemany(
-            "INSERT INTO appears (number, stem, fp) VALUES (?, ?, ?)",
+            "INSERT INTO appears VALUES (?, ?, ?)",
             [(number, week.stem, fp) for number, _, fp in week.digests],
         )
+
+    def rank(self, stems: list[str]) -> None:
+        """The weeks in the order their repository's page lists them."""
+        self.db.executemany("UPDATE weeks SET rank = ? WHERE stem = ?", enumerate(stems))
 
     def weeks(self, row: Row) -> tuple[list[str], str | None]:
         """The weeks a PR is in, in the order its repository's page lists them, and the first
         whose report holds this very digest (its JSON has it), if one does."""
         found = self.db.execute(
-            "SELECT stem, fp FROM appears WHERE number = ? ORDER BY seq", (row.number,)
+            "SELECT a.stem, a.fp FROM appears AS a JOIN weeks AS w ON w.stem = a.stem "
+            "WHERE a.number = ? ORDER BY w.rank",
+            (row.number,),
         ).fetchall()
         return [s for s, _ in found], next((s for s, fp in found if fp == row.fp), None)
 
-    def note(self, doc: dict[str, Any]) -> None:
-        """A search entry, in the order the build met it."""
-        self.db.execute("INSERT INTO docs (doc) VALUES (?)", (json.dumps(doc, ensure_ascii=False),))
+    def note_week(self, stem: str) -> None:
+        """A week's search entry, in the order the build met it."""
+        self.db.execute("INSERT INTO docs (doc) SELECT doc FROM weeks WHERE stem = ?", (stem,))
 
     def note_digests(self) -> None:
         """The search entries of the repository's digests, the latest merged first."""

@@ -28,6 +28,7 @@ from prhub.store.store import Store
 __all__ = ["Build", "Printer", "site_address"]
 
 NEWEST = 10  # digests a repository's page lists; the rest are in its months
+RECENT = 52  # weeks its page lists whole; the older ones a link each, by year
 
 
 class Printer:
@@ -116,11 +117,13 @@ class Build:
         home = links(name, {n.number: n.url for n, _ in newest[:1]}).base
         rows = _Rows(weeks, tz)
         entries: list[feed.Entry] = []
+        self.lists.rank([w.stem for m in rows.mains for w in (m, *rows.variants[m.stem])])
         for i, m in enumerate(rows.mains):
             for w in (m, *rows.variants[m.stem]):
                 self.week(at, w, rows, i, here, src)
                 entries.append(_entry(w.entry, f"{home}#prhub-weekly-{w.stem}", f"{w.stem}.html"))
-                self.lists.appear(w)
+        entries = sorted(entries, key=lambda e: (e.updated, e.id), reverse=True)[: feed.WEEKS]
+        fed = {e.id for e in entries}
         self.pages(at, name, rows, src)
         stream = sitelists.months(self.put, at, self.lists, src, tz)
         counts = sitelists.tags(self.put, at, self.lists, src, tz)
@@ -130,7 +133,7 @@ class Build:
         self.put(
             f"{at}feed.xml",
             lambda: feed.atom(name, home, "index.html", entries, base),
-            [w.fp for w in weeks],
+            [(w.stem, w.fp) for w in weeks if f"{home}#prhub-weekly-{w.stem}" in fed],
             [n.fp for n, _ in newest],
             home,
         )
@@ -138,7 +141,12 @@ class Build:
         self.put(
             f"{at}index.html",
             lambda: here.repo(
-                name, rows.listed(), [src.digest(s) for _, s in top], stream, len(counts)
+                name,
+                rows.listed()[:RECENT],
+                [src.digest(s) for _, s in top],
+                stream,
+                len(counts),
+                rows.archive(RECENT),
             ),
             rows.keys,
             [n.fp for n, _ in top],
@@ -178,7 +186,7 @@ class Build:
                 printed = True
         self.pdfs += printed
         self.index.note(f"{path}.html", h)
-        self.lists.note(w.doc)
+        self.lists.note_week(w.stem)
         self.put(
             f"{path}.html",
             lambda: here.week(
@@ -256,6 +264,16 @@ class _Rows:
 
     def listed(self) -> list[WeekRow]:
         return [self.entry(i) for i in range(len(self.mains))]
+
+    def archive(self, after: int) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The entries after the first `after`, by year: each a short name and its page."""
+        years: dict[str, list[tuple[str, str]]] = {}
+        for m in self.mains[after:]:
+            first, _, last = m.period.partition(" 至 ")
+            year = str(m.year) if m.week is not None else first[:4]
+            label = f"W{m.week:02d}" if m.week is not None else f"{first[5:]} 至 {last[5:]}"
+            years.setdefault(year, []).append((label, f"{m.stem}.html"))
+        return list(years.items())
 
     def around(self, i: int) -> tuple[WeekRow | None, WeekRow | None]:
         """The entries before and after the i-th: newer, older."""

@@ -287,17 +287,18 @@ class Store(Records):
             last = rows[-1][0]
 
     def report_rows(self, repo: str) -> Iterator[tuple[str, str, str]]:
-        """The repository's stored reports as stored, (start, end, JSON), a page at a time."""
-        last = ("", "")
+        """The repository's stored reports as stored, (start, end, JSON), a few at a time (a
+        week of a thousand PRs is a few MB)."""
+        last, page = ("", ""), 4
         while True:
             with self._tx() as db:
                 rows = db.execute(
                     'SELECT start, "end", data FROM reports WHERE repo = ? AND (start, "end") > '
                     '(?, ?) ORDER BY start, "end" LIMIT ?',
-                    (repo, *last, PAGE),
+                    (repo, *last, page),
                 ).fetchall()
             yield from rows
-            if len(rows) < PAGE:
+            if len(rows) < page:
                 return
             last = rows[-1][:2]
 
