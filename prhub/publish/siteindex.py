@@ -75,6 +75,8 @@ class Memo:
     and the settings that shape it: a cache beside the site, kept across builds and changed in
     place (losing it costs only time); what a build did not use is dropped when it ends."""
 
+    VERSION = 1  # of its tables: a memo of another is made anew
+
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
@@ -82,19 +84,21 @@ class Memo:
         except sqlite3.DatabaseError:  # not a database: made anew
             path.unlink(missing_ok=True)
             self.db = self._open()
-        self.used = 0
+        self._seen: list[tuple[str]] = []
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None)
-        db.executescript(
-            CACHE
-            + """
-            CREATE TABLE IF NOT EXISTS memo (key TEXT PRIMARY KEY, data TEXT NOT NULL)
-                WITHOUT ROWID;
-            CREATE TEMP TABLE used (key TEXT PRIMARY KEY) WITHOUT ROWID;
-            BEGIN;
-            """
-        )
+        # A larger cache than the other databases': each note is looked up by its key.
+        db.executescript("PRAGMA cache_size = -2048; PRAGMA temp_store = FILE;")
+        if db.execute("PRAGMA user_version").fetchone()[0] != self.VERSION:
+            db.executescript(
+                f"""
+                DROP TABLE IF EXISTS memo;
+                CREATE TABLE memo (key TEXT PRIMARY KEY, data TEXT NOT NULL);
+                PRAGMA user_version = {self.VERSION};
+                """
+            )
+        db.executescript("CREATE TEMP TABLE used (key TEXT PRIMARY KEY); BEGIN;")
         return db
 
     def get(self, key: str) -> str | None:
@@ -108,14 +112,22 @@ class Memo:
         self._use(key)
 
     def _use(self, key: str) -> None:
-        self.used += self.db.execute("INSERT OR IGNORE INTO used VALUES (?)", (key,)).rowcount
+        self._seen.append((key,))
+        if len(self._seen) >= 512:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO used VALUES (?)", self._seen)
+        self._seen.clear()
 
     def close(self, done: bool) -> None:
         """Keeps what a whole build learned; then what it did not use goes, once that is a
         fifth of the memo."""
         if done:
+            self._flush()
+            used = self.db.execute("SELECT count(*) FROM used").fetchone()[0]
             kept = self.db.execute("SELECT count(*) FROM memo").fetchone()[0]
-            if kept > self.used * 1.25 + 100:
+            if kept > used * 1.25 + 100:
                 self.db.execute("DELETE FROM memo WHERE key NOT IN (SELECT key FROM used)")
             self.db.execute("COMMIT")
         self.db.close()
@@ -145,6 +157,8 @@ class Lists:
             """
         )
         self._seq = 0
+        self._found: list[tuple[object, ...]] = []
+        self._tags: list[tuple[int, str, str]] = []
 
     def clear(self) -> None:
         self.db.executescript(
@@ -163,31 +177,36 @@ class Lists:
         self.db.execute("BEGIN")
 
     def add(self, note: DigestNote, source: str) -> None:
-        """A digest the store holds, with its note."""
+        """A digest the store holds, with its note (written a few hundred at a time)."""
         self._seq += 1
-        self.db.execute(
-            "INSERT INTO found VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self._seq, note.number, note.made, *self._noted(self._seq, note), source),
+        self._found.append(
+            (self._seq, note.number, note.made, *self._noted(self._seq, note), source)
         )
+        if len(self._found) >= 256:
+            self._write()
+
+    def _write(self) -> None:
+        self.db.executemany("INSERT INTO found VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self._found)
+        self.db.executemany("INSERT INTO found_tags VALUES (?, ?, ?)", self._tags)
+        self._found.clear()
+        self._tags.clear()
 
     def _noted(self, seq: int, n: DigestNote) -> tuple[int, str, str, str, str]:
-        self.db.executemany(
-            "INSERT INTO found_tags VALUES (?, ?, ?)", [(seq, t, k) for t, k in n.tags]
-        )
+        self._tags += [(seq, t, k) for t, k in n.tags]
         doc = json.dumps(n.doc, ensure_ascii=False)
         return n.merged, n.month, n.fp, n.model_dump_json(exclude={"doc"}), doc
 
     def held(self, number: int, made: int, fp: str, source: str) -> None:
         """A digest a report holds, by number, when it was made and its fingerprint."""
         self._seq += 1
-        self.db.execute(
-            "INSERT INTO found (seq, number, made, fp, source) VALUES (?, ?, ?, ?, ?)",
-            (self._seq, number, made, fp, source),
-        )
+        self._found.append((self._seq, number, made, None, None, fp, None, None, source))
+        if len(self._found) >= 256:
+            self._write()
 
     def settle(self, noted: Callable[[str], DigestNote]) -> None:
         """Each PR's latest digest (`noted` gives the note of one only a report holds), its
         months and tags."""
+        self._write()
         self.db.executescript(
             """
             CREATE TABLE latest AS SELECT seq, number, merged, month, fp, source, note, doc
@@ -203,6 +222,8 @@ class Lists:
                 "UPDATE latest SET merged = ?, month = ?, note = ?, doc = ? WHERE seq = ?",
                 (merged, month, note, doc, seq),
             )
+        self.db.executemany("INSERT INTO found_tags VALUES (?, ?, ?)", self._tags)
+        self._tags.clear()
         self.db.executescript(
             """
             CREATE INDEX latest_order ON latest (merged DESC, number DESC);

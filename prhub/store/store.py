@@ -272,19 +272,20 @@ class Store(Records):
         return [latest[n] for n in sorted(latest)]
 
     def digest_rows(self, repo: str) -> Iterator[tuple[str, str]]:
-        """The repository's stored digests as stored, (key, JSON), by key: read a page at a
-        time, so one who reads them all never holds them all."""
-        last = ""
+        """The repository's stored digests as stored, (key, JSON), by PR number: read a page
+        at a time along the index, so one who reads them all never holds them all."""
+        last = (0, 0)
         while True:
             with self._tx() as db:
                 rows = db.execute(
-                    "SELECT key, data FROM digests WHERE repo = ? AND key > ? ORDER BY key LIMIT ?",
-                    (repo, last, PAGE),
+                    "SELECT number, rowid, key, data FROM digests WHERE repo = ? AND "
+                    "(number, rowid) > (?, ?) ORDER BY number, rowid LIMIT ?",
+                    (repo, *last, PAGE),
                 ).fetchall()
-            yield from rows
+            yield from ((key, data) for _, _, key, data in rows)
             if len(rows) < PAGE:
                 return
-            last = rows[-1][0]
+            last = rows[-1][:2]
 
     def report_rows(self, repo: str) -> Iterator[tuple[str, str, str]]:
         """The repository's stored reports as stored, (start, end, JSON), a few at a time (a
