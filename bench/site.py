@@ -111,9 +111,8 @@ def make_digest(template: Any, repo: str, number: int, merged: datetime, rng: ra
 
 def synthesize(path: Path, scale: int) -> int:
     """Writes a store of `scale` x 54 digests with their weekly reports; how many digests."""
-    from prhub.model import PRDigest
+    from prhub.model import PRDigest, WeeklyReport
     from prhub.store.store import Store
-    from prhub.weekly.report import WeeklyReport
 
     fixtures = ROOT / "fixtures"
     d0 = PRDigest.model_validate_json((fixtures / "digests" / "101.json").read_text())
