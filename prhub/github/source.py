@@ -35,7 +35,7 @@ from prhub.github.ratelimit import (
     pr_requests,
 )
 from prhub.github.source_http import IncompleteSearch, guard, retry_hint
-from prhub.github.source_payload import attributes_text, pull_request_from_payload
+from prhub.github.source_payload import attributes_text, pull_request_from_payload, same_time
 from prhub.logmask import shown_url
 from prhub.model import PullRequest
 
@@ -219,8 +219,9 @@ class GitHubSource:
         results = self.client.search_issues(
             f"repo:{repo} is:pr is:merged merged:{window}", sort="created", order="asc"
         )
-        # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
-        counted = self._call(lambda: results.totalCount, what, repo=repo)
+        # The first page carries the count (capped at 1,000: the cap means "maybe more");
+        # totalCount asked first would cost a request of its own.
+        counted = self._call(lambda: _first_page(results), what, repo=repo)
         if counted >= SEARCH_LIMIT:
             return None
         # Attributes, not raw_data: reading raw_data of a search item refetches the issue.
@@ -355,6 +356,12 @@ class GitHubSource:
         return self._call(look_up, f"looking up {repo}", repo=repo)
 
 
+def _first_page(results: Any) -> int:
+    """GitHub's count of a search, read with its first page."""
+    next(iter(results), None)
+    return int(results.totalCount)
+
+
 def _hit(repo: str, item: Issue) -> dict[str, Any]:
     """What a search hit tells: number, last update, merge time."""
     merged = item.pull_request.merged_at if item.pull_request else None
@@ -383,18 +390,3 @@ def _is_rate_limit(exc: GithubException) -> bool:
     return isinstance(exc, RateLimitExceededException) or is_rate_limit(
         exc.status, headers, _message(exc)
     )
-
-
-def same_time(a: str | None, b: Any) -> bool:
-    """Whether two GitHub timestamps name the same moment."""
-    if not a or not b or not isinstance(b, str):
-        return False
-    return datetime.fromisoformat(a.replace("Z", "+00:00")) == datetime.fromisoformat(
-        b.replace("Z", "+00:00")
-    )
-
-
-def version(payload: dict[str, Any]) -> str:
-    """What identifies a pull payload's content, as PullRequest.version does."""
-    head = (payload.get("head") or {}).get("sha", "")
-    return (payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head

@@ -140,3 +140,18 @@ def attributes_text(repo: str, content: dict[str, Any]) -> str:
 def _text(value: str | None) -> str:
     """Text safe to store and send: a lone surrogate (bytes that were not UTF-8) becomes U+FFFD."""
     return (value or "").encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def same_time(a: str | None, b: Any) -> bool:
+    """Whether two GitHub timestamps name the same moment."""
+    if not a or not b or not isinstance(b, str):
+        return False
+    return datetime.fromisoformat(a.replace("Z", "+00:00")) == datetime.fromisoformat(
+        b.replace("Z", "+00:00")
+    )
+
+
+def version(payload: dict[str, Any]) -> str:
+    """What identifies a pull payload's content, as PullRequest.version does."""
+    head = (payload.get("head") or {}).get("sha", "")
+    return (payload.get("merge_commit_sha") if payload.get("merged_at") else None) or head

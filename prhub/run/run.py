@@ -22,7 +22,8 @@ from prhub.errors import (
     StoreError,
 )
 from prhub.github.ratelimit import Validators
-from prhub.github.source import GitHubSource, same_time, version
+from prhub.github.source import GitHubSource
+from prhub.github.source_payload import same_time, version
 from prhub.llm.batch import Batched
 from prhub.llm.llm import LLM
 from prhub.model import FailedPR, PRDigest, PullRequest, RunStats, Usage
