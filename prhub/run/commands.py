@@ -9,14 +9,13 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prhub import retry
 from prhub.config import Settings, default_store
 from prhub.errors import BatchPending, EmptySite, Interrupted, PrhubError
 from prhub.github.source import GitHubSource
 from prhub.llm import prompt
-from prhub.llm.batch import Waiting
 from prhub.model import DryRun, PRDigest, RunStats, WeeklyReport
 from prhub.publish import output
 from prhub.publish.formats import Format
@@ -27,6 +26,9 @@ from prhub.run import ci, dryrun, figures, restore, week
 from prhub.run.run import Progress, Run, window
 from prhub.store import modes
 from prhub.store.store import Store
+
+if TYPE_CHECKING:  # batch mode's client is loaded only by a run in batch mode
+    from prhub.llm.batch import Waiting
 
 Publish = Callable[[WeeklyReport], "tuple[Path | None, bool] | None"]
 
@@ -151,7 +153,7 @@ def summarize(
     with Clients() as clients, _Running(outcome, clients, shared=False) as running:
         with running.start("summarize", progress) as run:
             result = week.summarize(run, number)
-        if isinstance(result, Waiting):
+        if not isinstance(result, PRDigest):
             _waits(outcome, result)
         else:
             outcome.digest = result
@@ -211,7 +213,7 @@ def _week(
         w = window(settings, **when)
         with running.start(command, progress) as run:
             result = week.weekly(run, w, narrate_week=command == "weekly")
-        if isinstance(result, Waiting):  # no week is published without all its digests
+        if not isinstance(result, WeeklyReport):  # no week is published without its digests
             _waits(outcome, result)
             outcome.finished = True
             return outcome
