@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.factories import assert_ok, process_env, prhub
+from tests.factories import assert_ok, prhub, process_env
 
 WEEK = ("weekly", "--week", "31", "--year", "2026")
 PROBE = """
