@@ -23,6 +23,7 @@ from prhub.publish.post import post_week
 from prhub.publish.site import SiteResult
 from prhub.publish.site import build as build_site
 from prhub.run import ci, dryrun, figures, restore, week
+from prhub.run import forget as forgetting
 from prhub.run.run import Progress, Run, window
 from prhub.store import modes
 from prhub.store.store import Store
@@ -288,6 +289,12 @@ def site(
 def import_(settings: Settings, folder: Path) -> restore.Restored:
     """Restores the digests and weekly reports of a built site or a folder of JSON."""
     return restore.import_dir(folder, settings)
+
+
+def forget(settings: Settings, **target: Any) -> str:
+    """Takes a window's report, a PR's digests or a repository out of the store, or prunes
+    the fetched data of published PRs (run.forget); its line."""
+    return forgetting.forget(settings, **target)
 
 
 def runs(settings: Settings, limit: int) -> list[dict[str, Any]]:
