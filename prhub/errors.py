@@ -119,6 +119,12 @@ class PostError(PrhubError):
     exit_code = 19
 
 
+class NoCJKFont(PdfUnavailable):
+    """No installed font covers the page's Chinese: its PDF would print boxes."""
+
+    exit_code = 20
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env
