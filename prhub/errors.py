@@ -125,6 +125,12 @@ class NoCJKFont(PdfUnavailable):
     exit_code = 20
 
 
+class RestoreError(PrhubError):
+    """A published site could not be restored whole into the store: nothing of it was kept."""
+
+    exit_code = 21
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env

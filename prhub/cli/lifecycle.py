@@ -63,3 +63,26 @@ def forget(
     except PrhubError as exc:
         fail(exc)
     typer.echo(f"prhub: {line}", err=True)
+
+
+@app.command("restore", cls=Command)
+@with_options({n: SHARED[n] for n in ("store", "config", "verbose")})
+def restore_site(
+    url: Annotated[
+        str,
+        typer.Argument(
+            help="the published site's address, e.g. https://OWNER.github.io/REPO/",
+            show_default=False,
+        ),
+    ],
+    **options: Any,
+) -> None:
+    """Rebuild the store from a published site: every report and digest its manifest.json
+    lists, checked, or nothing (a site not published yet leaves the store empty)."""
+    from prhub.run import commands
+
+    try:
+        done = commands.restore_site(build_settings(options, runs=False), url)
+    except PrhubError as exc:
+        fail(exc)
+    typer.echo(f"prhub: {done.summary()}", err=True)

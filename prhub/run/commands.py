@@ -22,7 +22,7 @@ from prhub.publish.formats import Format
 from prhub.publish.post import post_week
 from prhub.publish.site import SiteResult
 from prhub.publish.site import build as build_site
-from prhub.run import ci, dryrun, figures, restore, week
+from prhub.run import ci, dryrun, figures, published, restore, week
 from prhub.run import forget as forgetting
 from prhub.run.run import Progress, Run, window
 from prhub.store import modes
@@ -289,6 +289,11 @@ def site(
 def import_(settings: Settings, folder: Path) -> restore.Restored:
     """Restores the digests and weekly reports of a built site or a folder of JSON."""
     return restore.import_dir(folder, settings)
+
+
+def restore_site(settings: Settings, url: str) -> published.Restored:
+    """Rebuilds the store from the site published at `url`, by its manifest."""
+    return published.restore_site(url, settings)
 
 
 def forget(settings: Settings, **target: Any) -> str:
