@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -31,9 +31,6 @@ from prhub.cli.options import (
 )
 from prhub.cli.outcome import ended, fail, said
 from prhub.errors import PrhubError
-
-if TYPE_CHECKING:
-    pass
 
 # Modules beyond typer, prhub's options and errors are imported in the functions that need them:
 # `prhub --help` and `--version` then start without loading pydantic, rich or the SDKs.
@@ -350,14 +347,16 @@ def init_ci(
     path: Annotated[
         Path, typer.Argument(help="the repository checkout to add the workflow to")
     ] = Path("."),
-    install: Annotated[
+    action: Annotated[
         str | None,
         typer.Option(
-            "--install",
-            help=help_text(
-                "git URL or pip requirement for prhub", "where this prhub was installed from"
-            ),
+            "--action",
+            help=help_text("prhub's Action, OWNER/REPO@TAG", "this prhub's repository and version"),
         ),
+    ] = None,
+    install: Annotated[
+        str | None,
+        typer.Option("--install", help=help_text("pip requirement for prhub", "the Action's own")),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
     pages: Annotated[
@@ -367,12 +366,17 @@ def init_ci(
             help="publish the site on GitHub Pages instead of committing each report",
         ),
     ] = False,
+    all_repos: Annotated[
+        bool, typer.Option("--all", help="every repository prhub.toml lists, in one run")
+    ] = False,
 ) -> None:
     """Write the weekly GitHub Actions workflow into a repository (--pages: the site on Pages)."""
     from prhub.run import commands
 
     try:
-        _, steps = commands.init_ci(path, install=install, force=force, pages=pages)
+        _, steps = commands.init_ci(
+            path, action=action, install=install, force=force, pages=pages, all_repos=all_repos
+        )
     except PrhubError as exc:
         fail(exc)
     typer.echo(steps, nl=False)

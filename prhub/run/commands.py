@@ -323,7 +323,18 @@ def prompts(folder: Path | None) -> list[str]:
     return prompt.listing(folder)
 
 
-def init_ci(path: Path, *, install: str | None, force: bool, pages: bool) -> tuple[Path, str]:
+def init_ci(
+    path: Path,
+    *,
+    action: str | None = None,
+    install: str | None = None,
+    force: bool = False,
+    pages: bool = False,
+    all_repos: bool = False,
+) -> tuple[Path, str]:
     """Writes the weekly workflow into the checkout at `path`; where, and the next steps."""
-    written = ci.init_ci(path, install=install, force=force, pages=pages)
-    return written, ci.next_steps(written, install, pages=pages)
+    written = ci.init_ci(
+        path, action=action, install=install, force=force, pages=pages, all_repos=all_repos
+    )
+    steps = ci.next_steps(written, action=action, install=install, pages=pages, all_repos=all_repos)
+    return written, steps
