@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
@@ -39,6 +39,7 @@ from prhub.github.source_payload import attributes_text, pull_request_from_paylo
 from prhub.logmask import shown_url
 from prhub.model import PullRequest
 
+T = TypeVar("T")
 SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
 SMALLEST_WINDOW = timedelta(minutes=2)
 # GitHub requests of one run open at once, whatever --jobs says: GitHub answers more than a few
@@ -244,7 +245,7 @@ class GitHubSource:
         )
         self.budget.plan(needed, what)
 
-    def _call(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
+    def _call(self, fn: Callable[[], T], what: str, *, repo: str, number: int | None = None) -> T:
         """`fn` under the retry policy, waiting out GitHub's rate limits (as long as allowed);
         a failure leaves as a PrhubError."""
         while True:
@@ -253,7 +254,9 @@ class GitHubSource:
             except Limited as limited:
                 self.budget.wait(limited, what, self.stop_token, self.countdown)
 
-    def _attempts(self, fn: Any, what: str, *, repo: str, number: int | None = None) -> Any:
+    def _attempts(
+        self, fn: Callable[[], T], what: str, *, repo: str, number: int | None = None
+    ) -> T:
         try:
             # Each GitHub retry is a line without --verbose: a slow GitHub is not silent.
             return retry.call(

@@ -134,7 +134,7 @@ def weekly(run: Run, w: Window, *, narrate_week: bool = True) -> WeeklyReport | 
 
 
 def _narrate(
-    run,
+    run: Run,
     key: str,
     facts: WeeklyFacts,
     ordered: list[PRDigest],
@@ -154,7 +154,7 @@ def _narrate(
 
 
 def week_facts(
-    run, w: Window, fetched: dict[int, PullRequest], digests: dict[int, PRDigest]
+    run: Run, w: Window, fetched: dict[int, PullRequest], digests: dict[int, PRDigest]
 ) -> WeeklyFacts:
     """The window's computed facts: counts, tags, hot files, authors, reverts."""
     return analyse.weekly_facts(
