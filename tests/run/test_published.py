@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.factories import REPO, assert_ok, cli_env, prhub, site_manifest
+from tests.factories import REPO, assert_ok, cli_env, closed_port_url, prhub, site_manifest
 from tests.standins import GitHubStandIn, LLMStandIn
 from tests.standins.pages import PagesStandIn
 
@@ -147,4 +147,25 @@ def test_a_restore_short_of_the_manifest_keeps_nothing(
     store = tmp_path / "again" / "store.db"
     with PagesStandIn(published) as pages:
         done = restore_into(store, pages.url, github, llm)
+    fails(done, says, store)
+
+
+@pytest.mark.parametrize("fault", ["403", "refused", "always busy"])
+def test_a_site_that_cannot_be_read_keeps_nothing(
+    published: Path, tmp_path: Path, github: GitHubStandIn, llm: LLMStandIn, fault: str
+) -> None:
+    """Building on an empty store would publish a site without the weeks it could not read."""
+    store = tmp_path / "again" / "store.db"
+    with PagesStandIn(published) as pages:
+        if fault == "403":
+            pages.script(r"/manifest\.json$", [(403, {}, b"no access")])
+        if fault == "always busy":
+            pages.script(r"/manifest\.json$", [(503, {}, b"busy")] * 9)
+        url = closed_port_url() + "/rocket" if fault == "refused" else pages.url
+        done = restore_into(store, url, github, llm)
+    says = {
+        "403": f"{url}/manifest.json answered HTTP 403: rerun when it is read",
+        "refused": f"cannot read {url}/manifest.json (ConnectError)",
+        "always busy": f"{url}/manifest.json answered HTTP 503",
+    }[fault]
     fails(done, says, store)
