@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import venv
 from pathlib import Path
@@ -297,3 +298,18 @@ def test_a_restore_short_of_the_manifest_fails_before_a_site_is_built(
     later = STEPS[STEPS.index(step("Restore the store from the published site")) + 1 :]
     for s in later:
         assert "always()" not in s.get("if", "") or "steps.prhub.outcome" in s["if"], s
+
+
+BIN = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # the dev extra's tools
+SHELLCHECK = shutil.which("shellcheck", path=BIN)
+
+
+@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (dev extra)")
+def test_shellcheck_accepts_every_script_of_the_action(tmp_path: Path) -> None:
+    """actionlint checks workflows' scripts; the Action's own are checked here, as bash with
+    -eo pipefail runs them."""
+    for i, s in enumerate(x for x in STEPS if "run" in x):
+        script = tmp_path / f"{i}.sh"
+        script.write_text("#!/bin/bash\nset -eo pipefail\n" + s["run"])
+        done = subprocess.run([str(SHELLCHECK), str(script)], capture_output=True, text=True)
+        assert done.returncode == 0, (s["name"], done.stdout)
