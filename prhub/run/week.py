@@ -3,11 +3,10 @@ mode over rounds), the week's facts computed and its narrative written, each sto
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prhub.digest import digest
 from prhub.github.source import GITHUB_IN_FLIGHT
-from prhub.llm.batch import Waiting
 from prhub.llm.prompt import task_prompt
 from prhub.model import (
     FailedPR,
@@ -19,13 +18,15 @@ from prhub.model import (
     WeeklyMeta,
     WeeklyReport,
 )
-from prhub.run.batching import deferrable, rounds
 from prhub.run.fanout import staged
 from prhub.run.keys import narrative_key
 from prhub.run.run import Run
 from prhub.store.store import StoredNarrative
 from prhub.weekly import analyse, narrate
 from prhub.weekly.analyse import Window
+
+if TYPE_CHECKING:  # batch mode's modules are loaded only by a run in batch mode
+    from prhub.llm.batch import Waiting
 
 
 def summarize(run: Run, number: int) -> PRDigest | Waiting:
@@ -34,6 +35,9 @@ def summarize(run: Run, number: int) -> PRDigest | Waiting:
     pr = run.merged_pr(number)
     run.stats = RunStats(prs=1, failed=1)  # until the digest is made
     if run.settings.batch:
+        from prhub.llm.batch import Waiting
+        from prhub.run.batching import deferrable, rounds
+
         got, waiting = rounds(run, pr.repo, lambda: deferrable(run.cached_digest)(pr))
         if got is None or waiting is not None:
             run.stats = RunStats(prs=1)
@@ -55,7 +59,11 @@ def weekly(run: Run, w: Window, *, narrate_week: bool = True) -> WeeklyReport | 
     batch mode, what it waits for until every digest's answers are in."""
     repo, settings = run.repo(), run.settings
     hits = run.hits(w)
-    digest_pr = deferrable(run.cached_digest) if settings.batch else run.cached_digest
+    digest_pr: Any = run.cached_digest
+    if settings.batch:
+        from prhub.run.batching import deferrable, rounds
+
+        digest_pr = deferrable(run.cached_digest)
 
     def digest_all() -> tuple[dict[int, PullRequest], dict[int, Any], list[FailedPR]]:
         # Each PR digested once fetched, the biggest first among those waiting: the LLM

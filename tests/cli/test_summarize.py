@@ -365,7 +365,7 @@ def test_version() -> None:
     assert 'dynamic = ["version"]' in pyproject  # read from prhub/__init__.py when built
     from importlib.metadata import version
 
-    assert version("prhub") == __version__
+    assert version("prhub-digest") == __version__
 
 
 @pytest.mark.parametrize("command", ["summarize", "weekly", "labels", "config", "init-ci"])
