@@ -1,7 +1,13 @@
 """Benchmark prepare() on the corpus: budgets, coverage and cost against a bare tiktoken encode,
 and each ISO week's prompt tokens and coverage with the compact diff and body off and on.
 
-Usage: .venv/bin/python bench/prepare.py [CORPUS_DIR]   (default: ../shared/corpus)
+With --narrative it prints, per week, what the weekly narrative's request would show of the
+week's digests: items shown / items written and its prompt tokens, and bodies cut. The corpus
+has no digests: each PR is given one of a strong model's recorded digests
+(tests/replies/strong/), in turn, so the items and their lengths are a real model's; the
+recorded window (its own PRs' digests) is measured too.
+
+Usage: .venv/bin/python bench/prepare.py [CORPUS_DIR] [--narrative]   (../shared/corpus)
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from unittest import mock
@@ -22,12 +29,23 @@ from prhub.digest.budgets import budgets
 from prhub.digest.digest import plan
 from prhub.github.source_payload import pull_request_from_payload
 from prhub.llm.prompt import message_tokens
-from prhub.model import PreparedPR, PullRequest
+from prhub.model import (
+    Coverage,
+    DigestContent,
+    DigestMeta,
+    PRDigest,
+    PreparedPR,
+    PullRequest,
+    Usage,
+)
 from prhub.prepare import prepare
+from prhub.prepare.tokens import count as count_tokens
 from prhub.prepare.tokens import get_encoding
+from prhub.tags import parse_title
 from prhub.weekly import analyse, narrate
 
 ROOT = Path(__file__).resolve().parents[1]
+NOW = datetime(2026, 8, 10, tzinfo=UTC)
 
 
 def load_pr(pulls: Path, number: int, repo: str) -> PullRequest:
@@ -57,11 +75,16 @@ def best_of(n: int, fn: Callable[[], object]) -> float:
 
 
 def main(argv: list[str]) -> None:
-    corpus = Path(argv[1]) if len(argv) > 1 else ROOT.parent / "shared" / "corpus"
+    flags = [a for a in argv[1:] if a.startswith("--")]
+    given = [a for a in argv[1:] if not a.startswith("--")]
+    corpus = Path(given[0]) if given else ROOT.parent / "shared" / "corpus"
     prs = load_corpus(corpus)
     if not prs:
         sys.exit(f"no PRs under {corpus}")
     settings = Settings()
+    if "--narrative" in flags:
+        narrative_figures(prs, settings)
+        return
     enc = get_encoding(settings.encoding)
 
     def run(pr: PullRequest) -> PreparedPR:
@@ -155,6 +178,101 @@ def weeks(prs: list[PullRequest], settings: Settings) -> None:
             f"{seen_before:>8.1%} {seen_after:>8.1%}"
         )
     print(f"{'all':>8} {len(prs):>4} {sums[0]:>10,} {sums[1]:>10,}")
+
+
+RECORDED = ROOT / "tests" / "replies" / "strong" / "verl-2026-07-28.json"
+
+
+def recorded() -> tuple[dict[int, DigestContent], dict[str, str]]:
+    """A strong model's recorded digests by PR, and its recorded window."""
+    record = json.loads(RECORDED.read_text(encoding="utf-8"))
+    answers = {
+        a["pr"]: DigestContent.model_validate(a["content"])
+        for a in record["answers"]
+        if a["kind"] == "digest"
+    }
+    return answers, {k: record[k] for k in ("since", "until", "tz")}
+
+
+def digest_of(pr: PullRequest, content: DigestContent) -> PRDigest:
+    """`pr`'s digest with `content`, as a week's report holds it."""
+    modules, kind, *_ = parse_title(pr.title)
+    meta = DigestMeta(prompt="", model="", usage=Usage(), coverage=Coverage(), created_at=NOW)
+    return PRDigest(
+        repo=pr.repo,
+        number=pr.number,
+        url=pr.url,
+        original_title=pr.title,
+        author=pr.author,
+        merged_at=pr.merged_at,
+        modules=modules,
+        kind=kind,
+        content=content,
+        meta=meta,
+    )
+
+
+def narrative_row(name: str, prs: list[PullRequest], digests: list[PRDigest], s: Settings) -> None:
+    """One period: its narrative request's items shown / written, its prompt tokens, bodies."""
+    from prhub.weekly.lines import fits, fitted_items, written
+
+    prs = sorted(prs, key=lambda pr: pr.number)
+    digests = sorted(digests, key=lambda d: d.number)
+    start = min(pr.merged_at or pr.created_at for pr in prs)
+    year, week = week_of(prs[0], s.tz)
+    begin, end = analyse.week_window(year, week, s.tz)
+    facts = analyse.weekly_facts(
+        prs,
+        {d.number: d for d in digests},
+        repo=prs[0].repo,
+        start=min(begin, start),
+        end=end,
+        tz=s.tz,
+        year=year,
+        week=week,
+    )
+    room = s.input_budget - narrate._fixed_tokens(facts, s)
+    wrote = sum(written(d) for d in digests)
+    if fits(digests, s, room):
+        picked = fitted_items(digests, s, room)
+        shown = sum(n for _, n in picked)
+        tokens = room and s.input_budget - room + sum(
+            count_tokens(line, s.encoding) + 2 for line, _ in picked
+        )
+        calls = "1"
+    else:
+        shown, tokens, calls = 0, 0, "groups"
+    cut = 0
+    for pr in prs:
+        planned = plan(pr, s)
+        cut += "（PR 描述过长" in planned.prepared.body
+    print(
+        f"{name:>12} {len(prs):>4} {shown:>6}/{wrote:<6} {shown / max(1, wrote):>6.0%} "
+        f"{tokens:>9,} {calls:>6} {cut:>4}"
+    )
+
+
+def narrative_figures(prs: list[PullRequest], settings: Settings) -> None:
+    """Per week, and for the recorded window: the narrative request's items and tokens."""
+    answers, window = recorded()
+    contents = [answers[n] for n in sorted(answers)]
+    print(
+        f"{'period':>12} {'PRs':>4} {'shown/written':>13} {'share':>6} {'tokens':>9} "
+        f"{'calls':>6} {'cut':>4}   (cut: PR bodies the digest prompt shortens)"
+    )
+    by_week: defaultdict[tuple[int, int], list[PullRequest]] = defaultdict(list)
+    for pr in prs:
+        by_week[week_of(pr, settings.tz)].append(pr)
+    for (year, week), members in sorted(by_week.items()):
+        members = sorted(members, key=lambda pr: pr.number)
+        digests = [digest_of(pr, contents[i % len(contents)]) for i, pr in enumerate(members)]
+        narrative_row(f"{year}-W{week:02d}", members, digests, settings)
+    tz = ZoneInfo(window["tz"])
+    lo = datetime.fromisoformat(window["since"]).replace(tzinfo=tz)
+    hi = datetime.fromisoformat(window["until"]).replace(tzinfo=tz) + timedelta(days=1)
+    inside = [pr for pr in prs if pr.merged_at and lo <= pr.merged_at < hi and pr.number in answers]
+    digests = [digest_of(pr, answers[pr.number]) for pr in inside]
+    narrative_row("recorded", inside, digests, settings)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,17 @@ def schema_text(mode: Settings | str, schema: type[BaseModel]) -> str | None:
     return example_text(schema)
 
 
+# Added to the prompt of a fresh retry, so that it is a request of its own (a batch or a
+# prompt cache would answer the same request with the same reply).
+AFRESH = "（请重新作答。）"
+
+
+def afresh(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The request once more, as a new one: the same messages, the last a little longer."""
+    *head, last = messages
+    return [*head, {**last, "content": f"{last['content']}\n\n{AFRESH}"}]
+
+
 _CUT_OFF = (
     "上一条回复超出了 {limit} 个 token 的输出上限，在中途被截断了。"
     "请重新输出完整的 JSON 对象，并写得更短：每个字段只写最要紧的内容，列表只留最重要的几项。"
@@ -143,22 +154,27 @@ class LLM:
             raise ContextTooLong(
                 f"prompt of {tokens} tokens exceeds the input budget {self.settings.input_budget}"
             )
-        usage, sent, corrected = Usage(), messages, False
+        usage, sent, tries, first = Usage(), messages, 0, None
         while True:
-            reply, call_usage, cut = self._ask(sent, schema, correction or corrected)
+            reply, call_usage, cut = self._ask(sent, schema, correction or tries > 0)
             usage += call_usage
             try:
                 return read(reply, schema), usage
             except ReplyError as problem:
                 self._log_rejected(reply, problem)
-                if corrected:
+                # A correction answered with the very reply it corrects is asked once more
+                # afresh, without that reply in the context the model keeps copying.
+                if tries == 1 and reply == first and not cut:
+                    sent, tries = afresh(messages), 2
+                    continue
+                if tries:
                     raise self._invalid(problem, cut) from None
                 sent = [
                     *messages,
                     {"role": "assistant", "content": reply},
                     {"role": "user", "content": self._correction(problem, cut)},
                 ]
-                corrected = True
+                tries, first = 1, reply
 
     def _correction(self, problem: ReplyError, cut: bool) -> str:
         if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one

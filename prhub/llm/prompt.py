@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 MARGIN = 64  # tokens a budget keeps free for what a stub render cannot foresee (digits, joins)
 ZERO_WIDTH_SPACE = "\u200b"
 _FENCES = re.compile(
-    r"<(/?)(pr_title|pr_body|discussion|diff|notes|file_index|digests|facts)>", re.IGNORECASE
+    r"<(/?)(pr_title|pr_body|discussion|diff|notes|file_index|digests|facts|related|last)>",
+    re.IGNORECASE,
 )
 
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from prhub.fields import bare, echo, nothing
+from prhub.fields import bare, echo, nothing, unwrapped
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("prhub")
@@ -56,7 +56,8 @@ def example(schema: type[BaseModel]) -> dict[str, Any]:
             return f"<{note}，{word}>" if note else f"<{word}>"
         return f"<{note or '文字'}>"
 
-    return value(root)
+    made: dict[str, Any] = value(root)
+    return made
 
 
 def example_text(schema: type[BaseModel]) -> str:
@@ -170,6 +171,7 @@ def _answered(value: Any, notes: frozenset[str], left: list[str]) -> Any:
     if isinstance(value, dict):
         return {k: _answered(v, notes, left) for k, v in value.items()}
     if isinstance(value, str) and not echo(value, notes):
+        value = unwrapped(value)  # an answer written inside the example's brackets
         head, mark, rest = _CLAUSE.split(value, maxsplit=1)[0], "", ""
         fragments = {f for note in notes for f in re.split(r"[、/]", note) if len(f) >= 3}
         if len(head) < len(value) and bare(head) in notes | fragments:

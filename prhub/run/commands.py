@@ -13,7 +13,7 @@ from typing import Any
 
 from prhub import retry
 from prhub.config import Settings, default_store
-from prhub.errors import BatchPending, EmptySite, Interrupted, PrhubError
+from prhub.errors import BatchPending, EmptySite, Interrupted, PartialFailure, PrhubError
 from prhub.github.source import GitHubSource
 from prhub.llm import prompt
 from prhub.llm.batch import Waiting
@@ -27,6 +27,7 @@ from prhub.run import ci, dryrun, figures, restore, week
 from prhub.run.run import Progress, Run, window
 from prhub.store import modes
 from prhub.store.store import Store
+from prhub.weekly.ground import hollow
 
 Publish = Callable[[WeeklyReport], "tuple[Path | None, bool] | None"]
 
@@ -227,9 +228,24 @@ def _week(
                 outcome.report = posted.report
                 publish(posted.report)  # with the link to its new discussion
             outcome.posted, outcome.problems = posted.done, list(posted.failed)
+        if (lost := hollowed(result)) is not None:  # the report says so, and so does the run
+            outcome.problems.append(lost)
         if result.failed:  # said last, and its code is the exit code: the report lacks PRs
             outcome.problems.append(output.partly(result))
     return outcome
+
+
+def hollowed(report: WeeklyReport) -> PartialFailure | None:
+    """The error (exit 12) of a report whose narrative grounding emptied: it is published
+    with the facts and digests alone, and says so; never as if whole."""
+    n, dropped = report.narrative, report.meta.dropped_citations
+    if n is None or not dropped or not hollow(n):
+        return None
+    return PartialFailure(
+        f"grounding removed all of the weekly narrative ({dropped} items its input does not "
+        "back); the report shows the facts and digests alone and says so; --verbose logs "
+        "each drop, rerun with --refresh to write it again"
+    )
 
 
 def _waits(outcome: Outcome, result: Waiting) -> None:

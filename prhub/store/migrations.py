@@ -142,4 +142,9 @@ MIGRATIONS = [
     ALTER TABLE pulls ADD COLUMN etag TEXT;
     ALTER TABLE pulls ADD COLUMN last_modified TEXT;
     """,
+    # What grounding removed from a narrative, each with its field and reason (JSON), so a
+    # report rendered again from the store says what its sections lost.
+    """
+    ALTER TABLE narratives ADD COLUMN drops TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
