@@ -13,7 +13,7 @@ import pytest
 
 from prhub.config import Settings
 from prhub.digest import digest
-from prhub.digest.digest import budgets, digest_pr, plan
+from prhub.digest.digest import digest_pr, plan
 from prhub.digest.notes import note_limits
 from prhub.github.source_payload import pull_request_from_payload
 from prhub.llm.llm import LLM

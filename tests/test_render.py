@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from prhub.model import AuthorCount, PRDigest
+from prhub.model import AuthorCount, PRDigest, Risk
 from prhub.publish import footers, render, view
-from prhub.model import Risk
-from prhub.weekly.prose import short_risk
 from prhub.tags import parse_title, tag_name
+from prhub.weekly.prose import short_risk
 from tests.factories import (
     HIDDEN,
     INJECT,

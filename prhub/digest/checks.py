@@ -270,6 +270,7 @@ def uncopied(text: str) -> tuple[str, str]:
     echoed = [i for i, (c, _) in enumerate(clauses) if any(e in c for e in _echo_clauses())]
     if not echoed:
         return text, ""
+
     def instructed(k: int) -> bool:  # a clause of the instructions, not a word or two
         said = bare(clauses[k][0])
         return len(_CJK.findall(said)) >= 3 and said in _instructions()

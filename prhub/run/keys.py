@@ -24,12 +24,8 @@ from prhub.prepare import input_key
 
 
 def digest_key(pr: PullRequest, settings: Settings, neighbours: Sequence[Neighbour] = ()) -> str:
-    """Names every input that changes a digest: PR content, its neighbours, prompts, model,
-    prepare settings.
-
-    A neighbour is named by what GitHub says of it (number, title, merge time, relation, the
-    files shared), not by its stored digest's title and verdict: those depend on which digest
-    a run made first, and a rerun would pay again for every digest beside a new one."""
+    """Names every input that changes a digest: PR content, its neighbours (each as the
+    request names it), prompts, model, prepare settings."""
     tasks = ("digest", "digest_notes", "digest_title")
     prompts = [load_prompt(t, prompt_dir=settings.prompt_dir) for t in tasks]
     return _hash(
@@ -43,10 +39,7 @@ def digest_key(pr: PullRequest, settings: Settings, neighbours: Sequence[Neighbo
         json.dumps(pr.labels, ensure_ascii=False),
         json.dumps([r.model_dump() for r in pr.reviews], ensure_ascii=False),
         json.dumps([c.model_dump(mode="json") for c in pr.discussion], ensure_ascii=False),
-        json.dumps(
-            [n.model_dump(mode="json", exclude={"digest_title", "verdict"}) for n in neighbours],
-            ensure_ascii=False,
-        ),
+        json.dumps([n.model_dump(mode="json") for n in neighbours], ensure_ascii=False),
         *(f"{p.id}:{p.fingerprint}" for p in prompts),
         _schema(DigestContent, ChunkNotes, ChineseTitle),
         settings.model,

@@ -25,19 +25,23 @@ from prhub.weekly.analyse import UNREAD, window
 log = logging.getLogger("prhub")
 # `#123`, not part of a word, a path, an entity or another repository's `owner/name#123`.
 REF = re.compile(r"(?<![\w/&#])#(\d{1,7})\b")
+# GitHub's closing keywords: what follows them is an issue the PR closes, not a PR to fetch.
+CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s*#(\d{1,7})\b", re.I)
 
 Found = dict[int, PullRequest | None]  # PRs looked up by number; None: no PR by that number
 
 
 def referenced(pr: PullRequest) -> list[int]:
-    """The PRs and issues of its own repository `pr` refers to, in order: in its title and
-    body, and in what its author and the maintainers said in its discussion."""
+    """The PRs (and issues) of its own repository `pr` refers to, in order: in its title and
+    body, and in what its author and the maintainers said in its discussion; not the issues
+    it closes ("Fixes #95"), which are no PRs."""
     said = [pr.title, pr.body]
     said += [c.body for c in pr.discussion if c.association in MAINTAINERS or c.author == pr.author]
     text = "\n".join(said)
     own = re.compile(rf"github\.com/{re.escape(pr.repo)}/(?:pull|issues)/(\d{{1,7}})\b", re.I)
     found = [int(m.group(1)) for m in sorted([*REF.finditer(text), *own.finditer(text)], key=_at)]
-    return [n for n in dict.fromkeys(found) if n != pr.number]
+    issues = {int(n) for n in CLOSES.findall(text)}
+    return [n for n in dict.fromkeys(found) if n != pr.number and n not in issues]
 
 
 def _at(m: re.Match[str]) -> int:
@@ -100,10 +104,10 @@ def neighbours(
     period's that changed the same files, each once, within the request's bound."""
     out: list[Neighbour] = []
     if reverted is not None and (other := found.get(reverted)) is not None:
-        out.append(_neighbour(run, other, "reverted"))
+        out.append(_neighbour(run, other, "reverted", period))
     for n in referenced(pr)[:MOST]:
         if (other := found.get(n)) is not None:
-            out.append(_neighbour(run, other, "referenced"))
+            out.append(_neighbour(run, other, "referenced", period))
     mine = _read_files(pr)
     shared = []
     for n, other in period.items():
@@ -111,14 +115,22 @@ def neighbours(
         if n != pr.number and both:
             shared.append((-len(both), n, both))
     for _, n, both in sorted(shared)[:MOST]:
-        out.append(_neighbour(run, period[n], "same_files", both))
+        out.append(_neighbour(run, period[n], "same_files", period, both))
     return bounded(out, run.settings.encoding, pr.number)
 
 
 def _neighbour(
-    run: Run, other: PullRequest, relation: Relation, files: Sequence[str] = ()
+    run: Run,
+    other: PullRequest,
+    relation: Relation,
+    period: Mapping[int, PullRequest],
+    files: Sequence[str] = (),
 ) -> Neighbour:
-    made = run.store.latest_digest(other.repo, other.number)
+    """A neighbour as the request names it. A PR of another period carries its stored
+    digest's title and verdict; one of the same period does not: its digest is made in the
+    same run, and a request must not change with the order digests are made in (a batch
+    would never settle, a rerun would miss the store)."""
+    made = None if other.number in period else run.store.latest_digest(other.repo, other.number)
     return Neighbour(
         number=other.number,
         title=other.title,
