@@ -1,0 +1,100 @@
+"""Digests that know their neighbours: a PR's request names the PRs it references (fetched once,
+stored, revalidated after) and the PRs of its week that changed the same files; a revert named
+by its commit alone is resolved to the PR of that commit."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tests.factories import FIXTURES, GITHUB_TOKEN, assert_ok, cli_env, prhub
+from tests.standins import GitHubStandIn, LLMStandIn
+from tests.standins.llm import default_responder, prompt_text
+
+GRPO = "[algo, trainer] feat: add GRPO group-relative advantage estimator"
+
+
+def related(text: str) -> str:
+    """The <related> block of a digest request, "" when it has none."""
+    found = re.search(r"\n<related>\n(.*?)</related>", text, re.DOTALL)
+    return found.group(1) if found else ""
+
+
+def digest_request(llm: LLMStandIn, number: int) -> str:
+    asked = [prompt_text(b) for b in llm.bodies if f"PR #{number}　" in prompt_text(b)]
+    return asked[-1]
+
+
+def test_a_referenced_pr_is_named_with_its_title_fetched_once_and_revalidated(env, llm, github):
+    assert_ok(prhub(env, "summarize", "--pr", "101", "--repo", "acme/rocket"))
+    told = related(digest_request(llm, 101))
+    assert f"#102 {GRPO}" in told and "本 PR 提到它" in told  # "related to #102" in its body
+    assert "#95" not in told  # "Fixes #95" closes an issue: no PR to fetch
+    assert "/repos/acme/rocket/pulls/95" not in [r["path"] for r in github.requests]
+    before = len(github.requests)
+    assert_ok(prhub(env, "summarize", "--pr", "101", "--repo", "acme/rocket", "--refresh"))
+    again = [r["path"] for r in github.requests[before:] if r["path"].endswith("/pulls/102")]
+    assert again == ["/repos/acme/rocket/pulls/102"]  # one request, not the files again
+
+
+def test_a_referenced_pr_digested_before_is_named_with_its_digest(env, llm):
+    args = ["summarize", "--pr", "102", "--repo", "acme/rocket", "--format", "json"]
+    assert_ok(prhub(env, *args, "--out", "102.json"))
+    made = json.loads(Path("102.json").read_text(encoding="utf-8"))["content"]
+    assert_ok(prhub(env, "summarize", "--pr", "101", "--repo", "acme/rocket"))
+    told = related(digest_request(llm, 101))
+    line = f"#102 {GRPO}（2026-07-28 合入；本 PR 提到它） 导读：{made['title']}，{made['verdict']}"
+    assert line in told
+
+
+def test_a_week_names_the_prs_that_changed_the_same_files(env, llm):
+    assert_ok(prhub(env, "weekly", "--week", "31", "--year", "2026", "--out", "w31.md"))
+    told = related(digest_request(llm, 106))  # #102 and #106 changed the trainer and config
+    shared = "同期也改了 rocket/config/ppo.yaml、rocket/trainer/ppo_trainer.py"
+    assert f"#102 {GRPO}（2026-07-28 合入；{shared}）" in told
+    assert "导读" not in told  # a digest of the same week: made in the same run
+    assert related(digest_request(llm, 104)) == ""  # no neighbour: no block
+
+
+def test_a_revert_names_the_pr_it_reverts_from_another_week(env, llm):
+    assert_ok(prhub(env, "weekly", "--week", "32", "--year", "2026", "--out", "w32.md"))
+    # #107 reverts #103, merged the week before: "Reverts #103" in its body.
+    told = related(digest_request(llm, 107))
+    assert "#103 [rollout] fix: reset KV cache between rollout batches" in told
+    assert "本 PR 回滚了它" in told
+
+
+def revert_by_commit(data: Path) -> Path:
+    """The fixtures with #107 naming what it reverts by its commit alone."""
+    shutil.copytree(FIXTURES / "github" / "acme", data / "acme")
+    path = data / "acme" / "rocket" / "pulls" / "107.json"
+    pull = json.loads(path.read_text())
+    pull["title"] = "Revert the KV cache reset"
+    pull["body"] = "This reverts commit d00461d995471178ba6419d7fcddf1f84b3e08ee.\n\nToo slow."
+    path.write_text(json.dumps(pull))
+    return data
+
+
+def test_a_revert_named_by_its_commit_alone_is_resolved_to_that_commits_pr(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = revert_by_commit(tmp_path / "data")
+
+    with (
+        GitHubStandIn(data, token=GITHUB_TOKEN) as github,
+        LLMStandIn(api_key="sk-FAKEkey0000000000000000000000") as llm,
+    ):
+        llm.responder = default_responder
+        env = cli_env(github, llm, tmp_path / "store.db", PRHUB_REPO="acme/rocket")
+        env["OPENAI_API_KEY"] = "sk-FAKEkey0000000000000000000000"
+        args = ["weekly", "--week", "32", "--year", "2026", "--format", "json", "--out", "w.json"]
+        assert_ok(prhub(env, *args))
+        asked = [r["path"] for r in github.requests]
+    report: dict[str, Any] = json.loads((tmp_path / "w.json").read_text())
+    [revert] = report["facts"]["reverts"]
+    assert revert["number"] == 107 and revert["reverted"] == 103
+    assert revert["delay_hours"] is not None  # #103's merge time, from its fetched PR
+    assert "/repos/acme/rocket/commits/d00461d995471178ba6419d7fcddf1f84b3e08ee/pulls" in asked
+    assert "#103" in related(digest_request(llm, 107))
