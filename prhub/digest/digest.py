@@ -43,6 +43,8 @@ from prhub.prepare.redact import scrub_reply
 from prhub.tags import parse_title, tag_name
 
 Messages = list[dict[str, str]]
+# A part's notes at their emptiest: what the final call holds besides the notes' own text.
+NO_NOTES = ChunkNotes(summary="", key_files=[], identifiers=[], risks=[])
 log = logging.getLogger("prhub")
 
 
@@ -87,7 +89,7 @@ class Plan:
         tokens = sum(message_tokens(m, encoding) for m in self.calls)
         if not self.map_reduce:
             return 1, tokens
-        empty = [ChunkNotes(summary="")] * len(self.calls)  # the index and every note's label
+        empty = [NO_NOTES] * len(self.calls)  # the index and every note's label
         final = message_tokens(self.final(empty, self.mode), encoding)
         tokens += final + len(self.calls) * self.budgets.note  # the notes: at most these
         return len(self.calls) + 1, tokens
@@ -124,7 +126,7 @@ def plan(
     schema = schema_text(mode, ChunkNotes)
     # The notes take what the final call leaves once its index, body and discussion are in.
     planned = Plan(pr, settings, mode, budget, prepared, talk, (), near)
-    empty = [ChunkNotes(summary="")] * len(prepared.chunks)  # the index and every label
+    empty = [NO_NOTES] * len(prepared.chunks)  # the index and every label
     final = message_tokens(planned.final(empty, "json_object"), settings.encoding)
     room = settings.input_budget - final - CORRECTION - MARGIN
     budget = budget._replace(note=max(1, min(note_cap(settings), room // len(prepared.chunks))))

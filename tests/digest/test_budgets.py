@@ -8,10 +8,9 @@ import re
 
 from prhub.config import Settings
 from prhub.digest.budgets import CORRECTION
-from prhub.digest.digest import plan
+from prhub.digest.digest import NO_NOTES, plan
 from prhub.digest.notes import CHARS_PER_TOKEN, NOTE_LABELS, NOTE_SHARES, REPLY_SHARE, note_limits
 from prhub.llm.prompt import MARGIN, message_tokens
-from prhub.model import ChunkNotes
 from prhub.prepare import body_budget
 from prhub.prepare.tokens import count
 from tests.factories import change, make_pr, synthetic
@@ -46,7 +45,7 @@ def test_chunk_notes_get_the_final_calls_real_room_stated_in_characters():
     assert planned.map_reduce
     parts = len(planned.calls)
     note = planned.budgets.note
-    empty = [ChunkNotes(summary="")] * parts
+    empty = [NO_NOTES] * parts
     final = message_tokens(planned.final(empty, "json_object"), config.encoding)
     # The notes take the room the final call leaves, up to what one reply can hold.
     room = config.input_budget - final - CORRECTION - MARGIN
