@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from prhub.config import Settings
 from prhub.digest import checks
 from prhub.digest.ground import ground_digest
-from prhub.llm.llm import LLM, afresh
-from prhub.llm.prompt import task_prompt
+from prhub.llm.llm import LLM
+from prhub.llm.prompt import afresh, task_prompt
 from prhub.model import ChineseTitle, DigestContent, Drop, Neighbour, PullRequest, Usage
 from prhub.prepare.facts import pr_facts
 from prhub.prepare.redact import scrub_reply

@@ -31,7 +31,7 @@ from prhub.llm.limits import (
     ContextTooLong,
     first_number,
 )
-from prhub.llm.prompt import message_tokens
+from prhub.llm.prompt import afresh, message_tokens
 from prhub.llm.reply import ReplyError, example_text, read, with_example
 from prhub.logmask import shown_url
 from prhub.model import Usage
@@ -59,17 +59,6 @@ def schema_text(mode: Settings | str, schema: type[BaseModel]) -> str | None:
     if name == "json_schema":
         return None
     return example_text(schema)
-
-
-# Added to the prompt of a fresh retry, so that it is a request of its own (a batch or a
-# prompt cache would answer the same request with the same reply).
-AFRESH = "（请重新作答。）"
-
-
-def afresh(messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The request once more, as a new one: the same messages, the last a little longer."""
-    *head, last = messages
-    return [*head, {**last, "content": f"{last['content']}\n\n{AFRESH}"}]
 
 
 _CUT_OFF = (

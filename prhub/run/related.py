@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 
 from prhub import paths
 from prhub.config import named_zone
@@ -20,7 +21,7 @@ from prhub.model.pr import Relation
 from prhub.prepare.facts import REVERT_COMMIT, revert_target
 from prhub.run.fanout import FATAL, each
 from prhub.run.run import Run
-from prhub.weekly.analyse import UNREAD, window
+from prhub.weekly.analyse import UNREAD, week_window
 
 log = logging.getLogger("prhub")
 # `#123`, not part of a word, a path, an entity or another repository's `owner/name#123`.
@@ -103,11 +104,12 @@ def neighbours(
     """The PRs `pr`'s digest request names: the one it reverts, the ones it references, the
     period's that changed the same files, each once, within the request's bound."""
     out: list[Neighbour] = []
+    week = (merged_week(run, pr) or (None, None))[0]
     if reverted is not None and (other := found.get(reverted)) is not None:
-        out.append(_neighbour(run, other, "reverted", period))
+        out.append(_neighbour(run, other, "reverted", week))
     for n in referenced(pr)[:MOST]:
         if (other := found.get(n)) is not None:
-            out.append(_neighbour(run, other, "referenced", period))
+            out.append(_neighbour(run, other, "referenced", week))
     mine = _read_files(pr)
     shared = []
     for n, other in period.items():
@@ -115,22 +117,32 @@ def neighbours(
         if n != pr.number and both:
             shared.append((-len(both), n, both))
     for _, n, both in sorted(shared)[:MOST]:
-        out.append(_neighbour(run, period[n], "same_files", period, both))
+        out.append(_neighbour(run, period[n], "same_files", week, both))
     return bounded(out, run.settings.encoding, pr.number)
+
+
+def merged_week(run: Run, pr: PullRequest) -> tuple[datetime, datetime] | None:
+    """The ISO week `pr` was merged in, in the run's timezone: its Monday and the next."""
+    if pr.merged_at is None:
+        return None
+    iso = pr.merged_at.astimezone(named_zone(run.settings.tz)).isocalendar()
+    return week_window(iso.year, iso.week, run.settings.tz)
 
 
 def _neighbour(
     run: Run,
     other: PullRequest,
     relation: Relation,
-    period: Mapping[int, PullRequest],
+    week: datetime | None,
     files: Sequence[str] = (),
 ) -> Neighbour:
-    """A neighbour as the request names it. A PR of another period carries its stored
-    digest's title and verdict; one of the same period does not: its digest is made in the
-    same run, and a request must not change with the order digests are made in (a batch
-    would never settle, a rerun would miss the store)."""
-    made = None if other.number in period else run.store.latest_digest(other.repo, other.number)
+    """A neighbour as the request names it. A PR merged before the digested PR's week carries
+    its stored digest's title and verdict; one of that week (or after) does not: its digest
+    may be made in the same run, and a request must not change with the order digests are
+    made in (a batch would never settle, a rerun would miss the store), nor with the command
+    (summarize and weekly share a digest)."""
+    earlier = week is not None and other.merged_at is not None and other.merged_at < week
+    made = run.store.latest_digest(other.repo, other.number) if earlier else None
     return Neighbour(
         number=other.number,
         title=other.title,
@@ -163,11 +175,8 @@ def pr_neighbours(run: Run, pr: PullRequest) -> list[Neighbour]:
     """One PR's neighbours: its period is the ISO week it was merged in, as far as a stored
     report of that week lists its PRs and the store holds them (nothing is fetched for it)."""
     period: dict[int, PullRequest] = {pr.number: pr}
-    if pr.merged_at is not None:
-        local = pr.merged_at.astimezone(named_zone(run.settings.tz))
-        iso = local.isocalendar()
-        w = window(run.settings.tz, year=iso.year, week=iso.week, now=pr.merged_at)
-        report = run.store.report(run.repo(), w.start, w.end)
+    if (bounds := merged_week(run, pr)) is not None:
+        report = run.store.report(run.repo(), *bounds)
         for n in report.facts.prs if report else []:
             if n != pr.number and (stored := run.store.pull(run.repo(), n)) is not None:
                 period[n] = stored.pr

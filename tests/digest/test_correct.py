@@ -11,7 +11,8 @@ from typing import Any
 
 from prhub.digest.checks import failures, unechoed
 from prhub.digest.digest import digest_pr
-from prhub.llm.llm import AFRESH, LLM
+from prhub.llm.llm import LLM
+from prhub.llm.prompt import AFRESH
 from prhub.model import ChunkNotes, DigestContent, PRDigest, PullRequest
 from prhub.prepare.facts import pr_facts
 from prhub.publish.footers import digest_footer

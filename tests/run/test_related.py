@@ -40,14 +40,21 @@ def test_a_referenced_pr_is_named_with_its_title_fetched_once_and_revalidated(en
     assert again == ["/repos/acme/rocket/pulls/102"]  # one request, not the files again
 
 
-def test_a_referenced_pr_digested_before_is_named_with_its_digest(env, llm):
-    args = ["summarize", "--pr", "102", "--repo", "acme/rocket", "--format", "json"]
-    assert_ok(prhub(env, *args, "--out", "102.json"))
-    made = json.loads(Path("102.json").read_text(encoding="utf-8"))["content"]
-    assert_ok(prhub(env, "summarize", "--pr", "101", "--repo", "acme/rocket"))
-    told = related(digest_request(llm, 101))
-    line = f"#102 {GRPO}（2026-07-28 合入；本 PR 提到它） 导读：{made['title']}，{made['verdict']}"
+def test_a_pr_of_an_earlier_week_digested_before_is_named_with_its_digest(env, llm):
+    args = ["summarize", "--pr", "103", "--repo", "acme/rocket", "--format", "json"]
+    assert_ok(prhub(env, *args, "--out", "103.json"))
+    made = json.loads(Path("103.json").read_text(encoding="utf-8"))["content"]
+    assert_ok(prhub(env, "summarize", "--pr", "107", "--repo", "acme/rocket"))
+    told = related(digest_request(llm, 107))  # #107, of week 32, reverts #103, of week 31
+    line = f"（2026-07-29 合入；本 PR 回滚了它） 导读：{made['title']}，{made['verdict']}"
     assert line in told
+
+
+def test_a_pr_of_the_same_week_is_named_without_its_digest(env, llm):
+    assert_ok(prhub(env, "summarize", "--pr", "102", "--repo", "acme/rocket"))
+    assert_ok(prhub(env, "summarize", "--pr", "101", "--repo", "acme/rocket"))
+    told = related(digest_request(llm, 101))  # #102 was merged in #101's week
+    assert f"#102 {GRPO}（2026-07-28 合入；本 PR 提到它）\n" in told  # no 导读: no order
 
 
 def test_a_week_names_the_prs_that_changed_the_same_files(env, llm):
