@@ -7,7 +7,8 @@ has no digests: each PR is given one of a strong model's recorded digests
 (tests/replies/strong/), in turn, so the items and their lengths are a real model's; the
 recorded window (its own PRs' digests) is measured too.
 
-Usage: .venv/bin/python bench/prepare.py [CORPUS_DIR] [--narrative]   (../shared/corpus)
+Usage: .venv/bin/python bench/prepare.py [CORPUS_DIR] [--narrative] [--budget=N]
+(default: ../shared/corpus, the default input budget)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import Any
 from unittest import mock
 from zoneinfo import ZoneInfo
 
@@ -30,6 +32,7 @@ from prhub.digest.digest import plan
 from prhub.github.source_payload import pull_request_from_payload
 from prhub.llm.prompt import message_tokens
 from prhub.model import (
+    ChunkNotes,
     Coverage,
     DigestContent,
     DigestMeta,
@@ -81,7 +84,8 @@ def main(argv: list[str]) -> None:
     prs = load_corpus(corpus)
     if not prs:
         sys.exit(f"no PRs under {corpus}")
-    settings = Settings()
+    budget = [int(f.split("=", 1)[1]) for f in flags if f.startswith("--budget=")]
+    settings = Settings(input_budget=budget[0]) if budget else Settings()
     if "--narrative" in flags:
         narrative_figures(prs, settings)
         return
@@ -158,6 +162,66 @@ def week_figures(prs: list[PullRequest], settings: Settings, compact: bool) -> t
     return tokens, seen / total if total else 1.0
 
 
+def neighbours(prs: list[PullRequest], settings: Settings) -> dict[int, list[Any]]:
+    """Each PR's neighbours as a weekly run names them, from the corpus alone: the PRs it
+    references that the corpus holds, and the week's PRs that changed the same files (no
+    digest lines: the corpus has no digests). Empty where prhub names none."""
+    try:
+        from prhub.digest.related import bounded
+        from prhub.model import Neighbour
+        from prhub.run.related import _read_files, referenced
+    except ImportError:  # a checkout before digests knew their neighbours
+        return {}
+    week = {pr.number: pr for pr in prs}
+    every = {pr.number: pr for pr in load_corpus(ROOT.parent / "shared" / "corpus")}
+    near: dict[int, list[Any]] = {}
+    for pr in prs:
+        found = [
+            Neighbour(
+                number=n, title=every[n].title, merged_at=every[n].merged_at, relation="referenced"
+            )
+            for n in referenced(pr)
+            if n in every
+        ]
+        for n, other in week.items():
+            both = sorted(_read_files(pr) & _read_files(other))
+            if n != pr.number and both:
+                found.append(
+                    Neighbour(
+                        number=n,
+                        title=other.title,
+                        merged_at=other.merged_at,
+                        relation="same_files",
+                        files=both,
+                    )
+                )
+        near[pr.number] = bounded(found, settings.encoding, pr.number)
+    return near
+
+
+def breakdown(prs: list[PullRequest], settings: Settings) -> tuple[int, int, int, int, int]:
+    """A week's digest prompt tokens by kind: calls of PRs read whole, chunk calls, final calls
+    without their notes, the notes' room (their upper bound) and the narrative's estimate."""
+    whole = chunks = finals = notes = 0
+    near = neighbours(prs, settings)
+    for pr in prs:
+        planned = plan(pr, settings, neighbours=near[pr.number]) if near else plan(pr, settings)
+        sizes = [message_tokens(m, settings.encoding) for m in planned.calls]
+        if not planned.map_reduce:
+            whole += sizes[0]
+            continue
+        chunks += sum(sizes)
+        empty = [ChunkNotes(summary="", key_files=[], identifiers=[], risks=[])] * len(sizes)
+        finals += message_tokens(planned.final(empty, "json_object"), settings.encoding)
+        notes += len(sizes) * planned.budgets.note
+    year, week = week_of(prs[0], settings.tz)
+    start, end = analyse.week_window(year, week, settings.tz)
+    facts = analyse.weekly_facts(
+        prs, {}, repo=prs[0].repo, start=start, end=end, tz=settings.tz, year=year, week=week
+    )
+    return whole, chunks, finals, notes, narrate.planned_tokens(facts, len(prs), settings)[1]
+
+
 def weeks(prs: list[PullRequest], settings: Settings) -> None:
     """Per ISO week: prompt tokens and hand-written coverage, compact diff and body off and on."""
     by_week: defaultdict[tuple[int, int], list[PullRequest]] = defaultdict(list)
@@ -178,6 +242,15 @@ def weeks(prs: list[PullRequest], settings: Settings) -> None:
             f"{seen_before:>8.1%} {seen_after:>8.1%}"
         )
     print(f"{'all':>8} {len(prs):>4} {sums[0]:>10,} {sums[1]:>10,}")
+    print()
+    print(
+        f"{'week':>8} {'whole':>8} {'chunks':>8} {'finals':>8} {'notes<=':>8} {'narr.<=':>8}"
+        "   (prompt tokens: PRs read in one call, chunk calls, final calls without their"
+    )
+    print(f"{'':>45}notes, the notes' room, the narrative's estimate)")
+    for (year, week), members in sorted(by_week.items()):
+        parts = breakdown(members, settings)
+        print(f"{year}-W{week:02d} " + " ".join(f"{n:>8,}" for n in parts))
 
 
 RECORDED = ROOT / "tests" / "replies" / "strong" / "verl-2026-07-28.json"

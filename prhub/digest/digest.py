@@ -102,7 +102,8 @@ def plan(
     neighbours: Sequence[Neighbour] = (),
 ) -> Plan:
     """The PR's digest plan: its discussion and budgets, the PR prepared within them, and the
-    messages of its first calls; `neighbours` are named in the call that writes the digest.
+    messages of its first calls; `neighbours` are named in the call that writes the digest,
+    unless naming them would split a PR that fits one call.
 
     `mode` is the response mode the prompts are written for (default: the configured one).
     """
@@ -111,6 +112,13 @@ def plan(
     talk = discussion(pr.discussion, settings)
     budget = budgets(pr, settings, talk, near)
     prepared = prepare(pr, settings, chunk_budget=budget.chunk, index_budget=budget.file_index)
+    if len(prepared.chunks) > 1 and near:
+        # The neighbours are context: they never cost a PR that fits one call its reading
+        # in one.
+        alone = budgets(pr, settings, talk)
+        whole = prepare(pr, settings, chunk_budget=alone.chunk, index_budget=alone.file_index)
+        if len(whole.chunks) == 1:
+            near, budget, prepared = (), alone, whole
     if len(prepared.chunks) == 1:
         calls = [
             task_prompt(settings, "digest").messages(
