@@ -77,9 +77,14 @@ def _listed(numbers: list[int], most: int = 10) -> str:
 FACT_RISKS = "由数据标出的风险"
 
 
-def emptied_note(count: int) -> str:
-    """Where a section grounding emptied stands: what it held, and why it is empty."""
-    return f"（本节原有 {count} 条内容，因无法与输入的数据核实已全部删去。）"
+def emptied_note(count: int, instead: str = "") -> str:
+    """Where a section grounding emptied stands: what it held, why it went, and what shows
+    in its place (`instead`), if anything."""
+    return f"（本节原有 {count} 条内容，因无法与输入的数据核实已全部删去{instead}。）"
+
+
+# What a section shows when grounding emptied the model's part of it.
+INSTEAD = {"key_prs": "；表中的关键观察取自各 PR 导读", "risks": "；所列为数据标出的风险"}
 
 
 def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
@@ -93,8 +98,11 @@ def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Sec
         name: sum(d.field == name for d in r.meta.dropped) for name in emptied(n, r.meta.dropped)
     }
 
-    def note(name: str) -> str:
-        return emptied_note(lost[name]) if name in lost else ""
+    def note(name: str, shows: bool = False) -> str:
+        """The section's note when grounding emptied it; `shows` when something stands in."""
+        if name not in lost:
+            return ""
+        return emptied_note(lost[name], INSTEAD.get(name, "") if shows else "")
 
     standout = [filled(lambda e: author_highlight(f, e))] if author_highlight(f) else []
     highlights: tuple[Text, ...] = (*n.highlights, *standout)
@@ -130,9 +138,15 @@ def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Sec
         )
     if n.risks or flagged or note("risks"):
         short = Items(tuple(map(short_risk, n.risks)), long=flagged, label=FACT_RISKS)
-        sections.append(Section(Words("风险观察"), (short,), callout="risks", empty=note("risks")))
+        told = note("risks", bool(flagged))
+        sections.append(Section(Words("风险观察"), (short,), callout="risks", empty=told))
     numbered = [
-        Section(Words(f"{i}. {title}"), (block,) if block else (), level=3, empty=note(name))
+        Section(
+            Words(f"{i}. {title}"),
+            (block,) if block else (),
+            level=3,
+            empty=note(name, block is not None),
+        )
         for i, (name, title, block) in enumerate(shown, 1)
     ]
     return [*sections, Section(Words("完整周报"), sections=tuple(numbered))]
