@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.factories import FIXTURES, GITHUB_TOKEN, assert_ok, cli_env, prhub
+from tests.factories import FIXTURES, GITHUB_TOKEN, OPENAI_KEY, assert_ok, cli_env, prhub
 from tests.standins import GitHubStandIn, LLMStandIn
-from tests.standins.llm import default_responder, prompt_text
+from tests.standins.llm import prompt_text
 
 GRPO = "[algo, trainer] feat: add GRPO group-relative advantage estimator"
 
@@ -74,34 +74,51 @@ def test_a_revert_names_the_pr_it_reverts_from_another_week(env, llm):
     assert "本 PR 回滚了它" in told
 
 
-def revert_by_commit(data: Path) -> Path:
-    """The fixtures with #107 naming what it reverts by its commit alone."""
+def revert_by_commit(data: Path, body: str) -> Path:
+    """The fixtures with #107 naming what it reverts in `body` alone."""
     shutil.copytree(FIXTURES / "github" / "acme", data / "acme")
     path = data / "acme" / "rocket" / "pulls" / "107.json"
     pull = json.loads(path.read_text())
     pull["title"] = "Revert the KV cache reset"
-    pull["body"] = "This reverts commit d00461d995471178ba6419d7fcddf1f84b3e08ee.\n\nToo slow."
+    pull["body"] = body
     path.write_text(json.dumps(pull))
     return data
 
 
-def test_a_revert_named_by_its_commit_alone_is_resolved_to_that_commits_pr(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    data = revert_by_commit(tmp_path / "data")
-
+def reverted(tmp_path: Path, body: str) -> tuple[dict[str, Any], list[str], str]:
+    """Week 32 run over fixtures whose #107 says `body`: its revert, GitHub's requests, and
+    the <related> block of #107's digest request."""
+    data = revert_by_commit(tmp_path / "data", body)
     with (
         GitHubStandIn(data, token=GITHUB_TOKEN) as github,
-        LLMStandIn(api_key="sk-FAKEkey0000000000000000000000") as llm,
+        LLMStandIn(api_key=OPENAI_KEY) as llm,
     ):
-        llm.responder = default_responder
         env = cli_env(github, llm, tmp_path / "store.db", PRHUB_REPO="acme/rocket")
-        env["OPENAI_API_KEY"] = "sk-FAKEkey0000000000000000000000"
         args = ["weekly", "--week", "32", "--year", "2026", "--format", "json", "--out", "w.json"]
         assert_ok(prhub(env, *args))
         asked = [r["path"] for r in github.requests]
-    report: dict[str, Any] = json.loads((tmp_path / "w.json").read_text())
-    [revert] = report["facts"]["reverts"]
+        told = related(digest_request(llm, 107))
+    [revert] = json.loads((tmp_path / "w.json").read_text())["facts"]["reverts"]
+    return revert, asked, told
+
+
+SHA = "d00461d995471178ba6419d7fcddf1f84b3e08ee"  # #103's merge commit
+
+
+def test_a_revert_named_by_its_commit_alone_is_resolved_to_that_commits_pr(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    revert, asked, told = reverted(tmp_path, f"This reverts commit {SHA}.\n\nToo slow.")
     assert revert["number"] == 107 and revert["reverted"] == 103
     assert revert["delay_hours"] is not None  # #103's merge time, from its fetched PR
-    assert "/repos/acme/rocket/commits/d00461d995471178ba6419d7fcddf1f84b3e08ee/pulls" in asked
-    assert "#103" in related(digest_request(llm, 107))
+    assert f"/repos/acme/rocket/commits/{SHA}/pulls" in asked
+    assert "#103" in told and "本 PR 回滚了它" in told
+
+
+def test_a_revert_of_a_commit_github_does_not_know_takes_the_one_pr_its_body_cites(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    body = "This reverts commit 0123456789abcdef.\n\nIt made #103 slower on long prompts."
+    revert, asked, _ = reverted(tmp_path, body)
+    assert "/repos/acme/rocket/commits/0123456789abcdef/pulls" in asked  # answered 422
+    assert revert["reverted"] == 103
