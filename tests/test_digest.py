@@ -158,7 +158,7 @@ def test_budget_too_small_is_a_config_error(llm):
     from prhub.errors import ConfigError
 
     with pytest.raises(ConfigError, match="input budget"):
-        digest_through(llm, synthetic(1), settings(llm, input_budget=2500))
+        digest_through(llm, synthetic(1), settings(llm, input_budget=2000))
     assert llm.bodies == []
 
 

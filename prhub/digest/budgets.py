@@ -18,10 +18,12 @@ from prhub.prepare import TITLE_BUDGET, body_budget
 from prhub.prepare.core import pr_fields
 from prhub.prepare.discussion import Discussion, discussion
 from prhub.prepare.facts import pr_facts
+from prhub.prepare.tokens import count
 
 NOTE_BUDGET = 1200  # tokens of one chunk's notes the final call's index leaves room for
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
+BODY_SLACK = 32  # tokens a body may gain in the prompt: its cut's note, a marker for a secret
 NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
 
 
@@ -82,7 +84,11 @@ def budgets(
             limits=dict.fromkeys(NOTE_SHARES, 99_999),  # the most digits a limit has
         ),
     )
-    spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
+    # The body's room is what it takes, up to its budget: a short body leaves the rest to the
+    # diff, as a short diff leaves its rest to the body (prepare). Counted as written: what
+    # prepare leaves out of it, and redaction's markers, only make it shorter.
+    body = min(body_budget(settings), count(pr.body or "", settings.encoding) + BODY_SLACK)
+    spare = TITLE_BUDGET + body + MARGIN + CORRECTION
     chunk_budget = settings.input_budget - fixed - spare
     note_budget = min(NOTE_BUDGET, chunk_budget // (2 * settings.max_calls))
     index_budget = chunk_budget - settings.max_calls * note_budget
