@@ -467,7 +467,7 @@ def hostile_narrative_report() -> WeeklyReport:
             "lead": INJECT,
             "summary": INJECT,
             "highlights": [INJECT, *n.highlights[1:]],
-            "risks": [INJECT, *n.risks[1:]],
+            "risks": [n.risks[0].model_copy(update={"text": INJECT}), *n.risks[1:]],
             "key_changes": [INJECT, *n.key_changes[1:]],
             "follow_ups": [INJECT, *n.follow_ups[1:]],
             "trends": [*trends, *n.trends[1:]],
@@ -720,3 +720,18 @@ def site_manifest(site: Path) -> dict[str, Any]:
     }
     path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
+
+
+def digest_content(**fields: Any) -> Any:
+    """A digest's content as a model writes it, its fields changed by `fields`."""
+    from prhub.model import DigestContent
+
+    values: dict[str, Any] = {
+        "title": "改进 a 模块",
+        "verdict": "精读",
+        "minutes": 5,
+        "advice": "",
+        "importance": 5,
+        "importance_reason": "局部改动。",
+    }
+    return DigestContent(**{**values, **fields})

@@ -7,7 +7,7 @@ import re
 import threading
 from collections.abc import Callable
 from contextlib import nullcontext
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -23,8 +23,8 @@ from prhub.llm.limits import (
     ContextTooLong,
     first_number,
 )
-from prhub.llm.prompt import message_tokens
-from prhub.llm.reply import ReplyError, example_text, read, with_example
+from prhub.llm.prompt import afresh, message_tokens
+from prhub.llm.reply import ReplyError, cached_tokens, example_text, read, with_example
 from prhub.logmask import shown_url
 from prhub.model import Usage
 from prhub.prepare.tokens import count
@@ -138,22 +138,27 @@ class LLM:
             raise ContextTooLong(
                 f"prompt of {tokens} tokens exceeds the input budget {self.settings.input_budget}"
             )
-        usage, sent, corrected = Usage(), messages, False
+        usage, sent, tries, first = Usage(), messages, 0, None
         while True:
-            reply, call_usage, cut = self._ask(sent, schema, correction or corrected)
+            reply, call_usage, cut = self._ask(sent, schema, correction or tries > 0)
             usage += call_usage
             try:
                 return read(reply, schema), usage
             except ReplyError as problem:
                 self._log_rejected(reply, problem)
-                if corrected:
+                # A correction answered with the very reply it corrects is asked once more
+                # afresh, without that reply in the context the model keeps copying.
+                if tries == 1 and reply == first and not cut:
+                    sent, tries = afresh(messages), 2
+                    continue
+                if tries:
                     raise self._invalid(problem, cut) from None
                 sent = [
                     *messages,
                     {"role": "assistant", "content": reply},
                     {"role": "user", "content": self._correction(problem, cut)},
                 ]
-                corrected = True
+                tries, first = 1, reply
 
     def _correction(self, problem: ReplyError, cut: bool) -> str:
         if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one
@@ -373,17 +378,6 @@ class LLM:
 def _names_model(exc: openai.APIStatusError, detail: str) -> bool:
     """Whether an error is an API's answer about the model, not a server that is no such API."""
     return "model" in _http().error_code(exc) or "model" in detail.lower()
-
-
-def cached_tokens(usage: Any) -> int:
-    """Prompt tokens the provider served from its prefix cache, as it reports them."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    if isinstance(details, dict):  # a server the SDK does not know: extra fields stay dicts
-        details = SimpleNamespace(**details)
-    cached = getattr(details, "cached_tokens", None)
-    if cached is None:  # DeepSeek names it otherwise
-        cached = getattr(usage, "prompt_cache_hit_tokens", None)
-    return cached if isinstance(cached, int) and cached > 0 else 0
 
 
 def _sdk() -> ModuleType:

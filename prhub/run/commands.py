@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from prhub import retry
 from prhub.config import Settings, default_store
-from prhub.errors import BatchPending, EmptySite, Interrupted, PrhubError
+from prhub.errors import BatchPending, EmptySite, Interrupted, PartialFailure, PrhubError
 from prhub.github.source import GitHubSource
 from prhub.llm import prompt
 from prhub.model import DryRun, PRDigest, RunStats, WeeklyReport
@@ -27,6 +27,7 @@ from prhub.run import forget as forgetting
 from prhub.run.run import Progress, Run, window
 from prhub.store import modes
 from prhub.store.store import Store
+from prhub.weekly.ground import hollow
 
 if TYPE_CHECKING:  # batch mode's client is loaded only by a run in batch mode
     from prhub.llm.batch import Waiting
@@ -233,6 +234,8 @@ def _week(
             if posted.failed:  # `prhub runs` says the run's week was not posted
                 errors = [str(e) for e in posted.failed]
                 clients.store(s).run_failed(run.run_id, errors, "post")
+        if (lost := hollowed(result)) is not None:  # the report says so, and so does the run
+            outcome.problems.append(lost)
         if result.failed:  # said last, and its code is the exit code: the report lacks PRs
             outcome.problems.append(output.partly(result))
     return outcome
@@ -244,6 +247,19 @@ def check_posts(settings: Settings) -> Settings:
     if settings.notify is not None:
         notify.kind(settings.notify.get_secret_value(), settings.notify_format)
     return settings
+
+
+def hollowed(report: WeeklyReport) -> PartialFailure | None:
+    """The error (exit 12) of a report whose narrative grounding emptied: it is published
+    with the facts and digests alone, and says so; never as if whole."""
+    n, dropped = report.narrative, report.meta.dropped_citations
+    if n is None or not dropped or not hollow(n):
+        return None
+    return PartialFailure(
+        f"grounding removed all of the weekly narrative ({dropped} items its input does not "
+        "back); the report shows the facts and digests alone and says so; --verbose logs "
+        "each drop, rerun with --refresh to write it again"
+    )
 
 
 def _waits(outcome: Outcome, result: Waiting) -> None:

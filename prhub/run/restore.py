@@ -299,7 +299,9 @@ def _narrative(report: WeeklyReport) -> StoredNarrative | None:
     made, m = report.meta.generated_at, report.meta
     if report.narrative is None or made is None:
         return None
-    return StoredNarrative(report.narrative, m.dropped_citations, _spent(report), made)
+    return StoredNarrative(
+        report.narrative, m.dropped_citations, _spent(report), made, tuple(m.dropped)
+    )
 
 
 def _key(report: WeeklyReport, settings: Settings) -> str:

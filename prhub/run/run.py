@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing, suppress
 from types import TracebackType
 from typing import Any, TypeVar
@@ -25,7 +25,7 @@ from prhub.github.ratelimit import Validators
 from prhub.github.source import GitHubSource
 from prhub.github.source_payload import same_time, version
 from prhub.llm.llm import LLM
-from prhub.model import FailedPR, PRDigest, PullRequest, RunStats, Usage
+from prhub.model import FailedPR, Neighbour, PRDigest, PullRequest, RunStats, Usage
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
@@ -258,19 +258,24 @@ class Run:
                     log.warning("prhub: .gitattributes of %s not read (%s)", repo, exc)
             return self._attributes
 
-    def cached_digest(self, pr: PullRequest) -> tuple[PRDigest, bool]:
-        """The stored digest for exactly these inputs (and True), else a new one, stored.
+    def cached_digest(
+        self, pr: PullRequest, neighbours: Sequence[Neighbour] = ()
+    ) -> tuple[PRDigest, bool]:
+        """The stored digest for exactly these inputs (and True), else a new one, stored;
+        `neighbours` are the related PRs its request names.
 
         While another run on the same store makes the same digest, this one waits for it.
         """
-        key = digest_key(pr, self.settings)
+        key = digest_key(pr, self.settings, neighbours)
         if not self.settings.refresh and (found := self.store.digest(key)):
             self._tally["reused"] += 1
             return found, True
 
         def make() -> PRDigest:
             self.warm()
-            made = digest.digest_pr(pr, self.settings, self.llm_client(), key, memo=self.store)
+            made = digest.digest_pr(
+                pr, self.settings, self.llm_client(), key, memo=self.store, neighbours=neighbours
+            )
             self.store.save_digest(made)
             return made
 

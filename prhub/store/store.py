@@ -11,11 +11,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from prhub.config import default_store
 from prhub.errors import StoreError
-from prhub.model import ChunkNotes, PRDigest, PullRequest, Usage, WeeklyNarrative, WeeklyReport
+from prhub.model import (
+    ChunkNotes,
+    Drop,
+    PRDigest,
+    PullRequest,
+    Usage,
+    WeeklyNarrative,
+    WeeklyReport,
+)
 from prhub.store.db import load, now, open_db
 from prhub.store.records import Records
 
@@ -33,6 +41,18 @@ class StoredNarrative(NamedTuple):
     dropped: int
     usage: Usage
     created_at: datetime
+    drops: tuple[Drop, ...] = ()  # what grounding dropped, when it was recorded
+
+
+DROPS = TypeAdapter(list[Drop])
+
+
+def _drops(text: str | None) -> tuple[Drop, ...]:
+    """The drops stored with a narrative; none for one stored before they were."""
+    try:
+        return tuple(DROPS.validate_json(text or "[]"))
+    except ValueError:
+        return ()
 
 
 class StoredPull(NamedTuple):
@@ -171,34 +191,44 @@ class Store(Records):
         """A week's narrative made before from the same inputs, with what it cost and when."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT data, dropped, usage, created_at FROM narratives WHERE key = ?", (key,)
+                "SELECT data, dropped, usage, created_at, drops FROM narratives WHERE key = ?",
+                (key,),
             ).fetchone()
         narrative = load(WeeklyNarrative, row[0]) if row else None
         if narrative is None or row is None:
             return None
         usage = load(Usage, row[2]) or Usage()
-        return StoredNarrative(narrative, row[1], usage, datetime.fromisoformat(row[3]))
+        when = datetime.fromisoformat(row[3])
+        return StoredNarrative(narrative, row[1], usage, when, _drops(row[4]))
 
     def save_narrative(
-        self, key: str, narrative: WeeklyNarrative, dropped: int, usage: Usage | None = None
+        self,
+        key: str,
+        narrative: WeeklyNarrative,
+        dropped: int | list[Drop],
+        usage: Usage | None = None,
     ) -> StoredNarrative:
-        """Stores a narrative and returns it as stored.
+        """Stores a narrative with what grounding dropped from it (the drops, or their count)
+        and returns it as stored.
 
         The same text made again keeps its first record, time and cost included, so a report
         made from it stays the same.
         """
+        drops = dropped if isinstance(dropped, list) else []
         with self._tx() as db:
             db.execute(
-                "INSERT INTO narratives (key, data, dropped, created_at, usage) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET data = excluded.data, "
-                "dropped = excluded.dropped, created_at = excluded.created_at, "
-                "usage = excluded.usage WHERE narratives.data != excluded.data",
+                "INSERT INTO narratives (key, data, dropped, created_at, usage, drops) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                "data = excluded.data, dropped = excluded.dropped, "
+                "created_at = excluded.created_at, usage = excluded.usage, "
+                "drops = excluded.drops WHERE narratives.data != excluded.data",
                 (
                     key,
                     narrative.model_dump_json(),
-                    dropped,
+                    len(drops) if isinstance(dropped, list) else dropped,
                     now(),
                     (usage or Usage()).model_dump_json(),
+                    DROPS.dump_json(drops).decode(),
                 ),
             )
         stored = self.narrative(key)
@@ -270,6 +300,15 @@ class Store(Records):
                 latest[d.number] = d
         return [latest[n] for n in sorted(latest)]
 
+    def latest_digest(self, repo: str, number: int) -> PRDigest | None:
+        """The PR's digest made last, whatever made it; None when it has none."""
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT data FROM digests WHERE repo = ? AND number = ?", (repo, number)
+            ).fetchall()
+        found = [d for d in (load(PRDigest, row[0]) for row in rows) if d is not None]
+        return max(found, key=lambda d: d.meta.created_at, default=None)
+
     def discussion_url(self, repo: str, start: datetime, end: datetime) -> str | None:
         """The page of the week's discussion (or issue): as posted from this store, else as
         the stored report says (a store imported from a site)."""
@@ -311,14 +350,15 @@ def _restore_narrative(db: sqlite3.Connection, key: str, n: StoredNarrative) -> 
     if row and load(WeeklyNarrative, row[0]) and datetime.fromisoformat(row[1]) >= n.created_at:
         return False
     db.execute(
-        "INSERT OR REPLACE INTO narratives (key, data, dropped, created_at, usage) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO narratives (key, data, dropped, created_at, usage, drops) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
         (
             key,
             n.narrative.model_dump_json(),
             n.dropped,
             n.created_at.astimezone(UTC).isoformat(),
             n.usage.model_dump_json(),
+            DROPS.dump_json(list(n.drops)).decode(),
         ),
     )
     return True

@@ -352,12 +352,12 @@ def test_prompts_lists_versions_and_a_users_own_wins(env, llm, tmp_path):
     mine = tmp_path / "my-prompts" / "digest"
     mine.mkdir(parents=True)
     shipped = Path(__file__).resolve().parents[2] / "prompts" / "digest"
-    (mine / "v4.system.j2").write_text(
+    (mine / "v6.system.j2").write_text(
         "自定义系统提示。\n" + (shipped / "v1.system.j2").read_text()
     )
-    (mine / "v4.user.j2").write_text((shipped / "v1.user.j2").read_text())
+    (mine / "v6.user.j2").write_text((shipped / "v1.user.j2").read_text())
     listed = prhub(env, "prompts", "--prompt-dir", str(tmp_path / "my-prompts")).stdout
-    assert "digest@v4" in listed and "(used)" in listed.split("digest@v4")[1].splitlines()[0]
+    assert "digest@v6" in listed and "(used)" in listed.split("digest@v6")[1].splitlines()[0]
     assert prhub(env, "summarize", "--pr", "101", "-q").exit_code == 0
     result = prhub(
         env, "summarize", "--pr", "101", "-q", "--prompt-dir", str(tmp_path / "my-prompts")
@@ -365,7 +365,7 @@ def test_prompts_lists_versions_and_a_users_own_wins(env, llm, tmp_path):
     assert result.exit_code == 0
     assert len(llm.bodies) == 2  # a new prompt version is a new digest
     assert llm.bodies[1]["messages"][0]["content"].startswith("自定义系统提示")
-    assert "digest@v4" in result.stdout
+    assert "digest@v6" in result.stdout
 
 
 def test_progress_bar_on_a_terminal():

@@ -315,7 +315,11 @@ def test_summarize_again_revalidates_the_stored_pr_with_a_304(
     first = len(github.requests)
     assert_ok(prhub(env, "summarize", "--pr", "101"))
     pulls = [r for r in github.requests[first:] if "/pulls/" in r["path"]]
-    assert [(r["path"], r["charge"]) for r in pulls] == [(f"/repos/{REPO}/pulls/101", "free")]
+    # The PR and the one its body relates it to (#102), each a free 304.
+    assert [(r["path"], r["charge"]) for r in pulls] == [
+        (f"/repos/{REPO}/pulls/101", "free"),
+        (f"/repos/{REPO}/pulls/102", "free"),
+    ]
     assert pulls[0]["headers"]["if-none-match"].startswith('W/"')
     assert pulls[0]["headers"]["if-modified-since"].endswith(" GMT")
 
