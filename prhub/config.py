@@ -31,7 +31,7 @@ SECRETS = ("github_token", "openai_api_key", "notify")  # a webhook's URL is its
 # Switches for one run, never in a file.
 PER_RUN = ("refresh", "allow_unmerged", "wait", "config_file")
 
-URLS = ("openai_base_url", "github_url", "report_url")
+URLS = ("openai_base_url", "github_url", "report_url", "site_url")
 SCHEME = re.compile(r"https?://", re.IGNORECASE)
 
 # Estimated USD per million tokens (input, output, input served from the provider's prompt
@@ -92,6 +92,9 @@ class Settings(BaseModel):
     discuss: str | None = None
     discuss_repo: str | None = None
     report_url: str | None = None  # a template: {repo}, {owner}, {name}, {week} are filled in
+    # The published site's address, for the feed's absolute links (default: report_url's, when
+    # it names the site's week pages).
+    site_url: str | None = None
     notify: SecretStr | None = None
     notify_format: NotifyFormat | None = None  # default: told by the webhook's host
     batch_shares: dict[str, float] = {}  # [prices.MODEL] batch: a batch request's share
@@ -177,6 +180,15 @@ class Settings(BaseModel):
             known = ", ".join(f"{{{name}}}" for name in REPORT_URL_FIELDS)
             raise ValueError(f"{{{sorted(unknown)[0]}}} is no field of it; use {known}")
         return value
+
+    @field_validator("site_url")
+    @classmethod
+    def _site_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", value, re.IGNORECASE):
+            raise ValueError(f"must be the site's http(s) address, got {value!r}")
+        return value if value.endswith("/") else value + "/"
 
     @field_validator("discuss")
     @classmethod

@@ -237,6 +237,11 @@ def _config_source(explicit: Path | None, env: Mapping[str, str], path: Path) ->
     return f"found in {path.parent}"
 
 
+def _flag(key: str) -> str:
+    """The command-line flag of a setting: its name, but `prhub site --url` for site_url."""
+    return "--url" if key == "site_url" else "--" + key.replace("_", "-")
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
@@ -261,7 +266,7 @@ def load_settings(
     values.update(from_env)
     origins.update((key, _Origin("env", names[key])) for key in from_env)
     values.update(flags)
-    origins.update((key, _Origin("flag", "--" + key.replace("_", "-"))) for key in flags)
+    origins.update((key, _Origin("flag", _flag(key))) for key in flags)
     for key, origin in origins.items():
         sources[key] = origin.label()
         if key in ("tags", "prices") and isinstance(values[key], dict):  # shown entry by entry

@@ -29,6 +29,7 @@ ENV = {
     "discuss": "PRHUB_DISCUSS",
     "discuss_repo": "PRHUB_DISCUSS_REPO",
     "report_url": "PRHUB_REPORT_URL",
+    "site_url": "PRHUB_SITE_URL",
     "notify": "PRHUB_NOTIFY",
     "notify_format": "PRHUB_NOTIFY_FORMAT",
     "batch": "PRHUB_BATCH",

@@ -14,6 +14,7 @@ from prhub.cli.options import (
     MAX_PR,
     POST,
     SHARED,
+    SITE,
     WEEK,
     WINDOW_FLAGS,
     Command,
@@ -175,7 +176,9 @@ def labels(
 
 
 @app.command(cls=Command)
-@with_options({n: SHARED[n] for n in ("store", "config", "quiet", "verbose")}, {"tz": WEEK["tz"]})
+@with_options(
+    {n: SHARED[n] for n in ("store", "config", "quiet", "verbose")}, {"tz": WEEK["tz"]}, SITE
+)
 def site(
     out: Annotated[
         Path, typer.Argument(help="the folder to build the site in", show_default=False)

@@ -150,6 +150,17 @@ POST = {
         "notify_format", NotifyFormat, "the webhook's message shape", "told by its host"
     ),
 }
+# Where `site` is published: the feed's links are absolute on it.
+SITE = {
+    "site_url": _opt(
+        str,
+        "--url",
+        text=help_text(
+            "the site's address, for the feed's absolute links (env PRHUB_SITE_URL)",
+            "report_url's, when it names the site's week pages",
+        ),
+    ),
+}
 BATCH = {
     "batch": _opt(
         bool,
@@ -220,6 +231,7 @@ SETTING_FLAGS = (
     *("repo", "github_url", "model", "response_mode", "input_budget", "max_calls"),
     *("store", "refresh", "prompt_dir", "tz", "jobs", "allow_unmerged"),
     *POST,
+    *SITE,
     *("batch", "wait", "batch_corrections"),
 )
 WINDOW_FLAGS = ("year", "week", "since", "until")

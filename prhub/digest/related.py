@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prhub.model import Neighbour
-from prhub.prepare.tokens import count
 
 MOST = 6  # neighbours a request names
-TOKENS = 400  # their lines, at most
+# Their lines, at most, in characters (about 300 to 500 tokens): counted without the tokenizer,
+# so that a run the store answers whole, which computes every digest's key, never loads it.
+CHARS = 500
 FILES_NAMED = 3  # shared files a line names; the rest are counted
 # The order a request names them in, and what each is to the PR.
 RELATIONS = {"reverted": "本 PR 回滚了它", "referenced": "本 PR 提到它", "same_files": "同期"}
@@ -30,9 +31,9 @@ def line(n: Neighbour) -> str:
     return text
 
 
-def bounded(found: Sequence[Neighbour], encoding: str, number: int = 0) -> list[Neighbour]:
+def bounded(found: Sequence[Neighbour], number: int = 0) -> list[Neighbour]:
     """The neighbours a request names: each PR once (not the PR `number` itself), by relation
-    (reverted, referenced, same files) in the order found, at most MOST and TOKENS."""
+    (reverted, referenced, same files) in the order found, at most MOST and CHARS."""
     order = list(RELATIONS)
     seen: set[int] = {number}
     ranked = []
@@ -43,8 +44,8 @@ def bounded(found: Sequence[Neighbour], encoding: str, number: int = 0) -> list[
     kept: list[Neighbour] = []
     used = 0
     for n in ranked[:MOST]:
-        size = count(line(n), encoding) + 1
-        if used + size <= TOKENS:
+        size = len(line(n)) + 1
+        if used + size <= CHARS:
             kept.append(n)
             used += size
     return kept

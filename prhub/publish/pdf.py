@@ -4,6 +4,7 @@ bounded time, and the same bytes for the same page."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import shutil
@@ -12,12 +13,16 @@ import subprocess
 import tempfile
 import time
 import unicodedata
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prhub.errors import PdfUnavailable
 from prhub.publish.fonts import require_cjk
+
+if TYPE_CHECKING:
+    from pypdf import PdfWriter
+    from pypdf.generic import StreamObject
 
 __all__ = ["BROWSERS", "TIMEOUT", "chromium", "pdf"]
 
@@ -63,7 +68,7 @@ _SUPPLEMENT = dict(
         strict=True,
     )
 )
-_DATES = re.compile(rb"/(?:CreationDate|ModDate) \((?:[^()\\]|\\.)*\)")
+_DATES = ("/CreationDate", "/ModDate")  # when Chromium printed: the same page, other bytes
 
 
 def chromium(env: Mapping[str, str] | None = None) -> str:
@@ -172,47 +177,50 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 
 def _fixed(data: bytes) -> bytes:
     """The PDF without its print dates (the same page gives the same bytes), and with text
-    that reads back as written (search, copy, pdftotext)."""
-    return _readable(_DATES.sub(lambda m: b" " * len(m.group()), data))  # offsets stay
+    that reads back as written (search, copy, pdftotext): each font's text map (ToUnicode)
+    names the ideographs, not the radicals they look like. Read and written again by pypdf."""
+    from pypdf import PdfReader, PdfWriter  # here: only a print needs it
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    for cmap in _text_maps(writer):
+        text = cmap.get_data()
+        fixed = _BFRANGE.sub(_ranges, _BFCHAR.sub(_chars, text))
+        if fixed != text:
+            cmap.set_data(fixed)
+    if (info := writer.metadata) is not None:
+        writer.metadata = {k: v for k, v in info.items() if k not in _DATES}
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
 
 
-def _readable(data: bytes) -> bytes:
-    """The PDF with its fonts' text maps read as written, appended as an incremental update
-    (ISO 32000-1, 7.5.6) after the bytes Chromium wrote; as it was when none needs it."""
-    at = data.rfind(b"trailer")
-    trailer = _TRAILER.match(data, at) if at >= 0 else None
-    table = _XREF.match(data, int(trailer.group(2))) if trailer else None
-    if trailer is None or table is None:
-        return data
-    update, xref = bytearray(), []
-    for number in sorted({int(n) for n in _TO_UNICODE.findall(data)}):
-        at = table.end() + 20 * number  # each entry of the table is 20 bytes
-        entry = data[at : at + 10] if number < int(table.group(1)) else b""
-        found = _STREAM.match(data, int(entry)) if entry.isdigit() else None
-        if found is None:
-            continue
-        try:
-            cmap = zlib.decompress(data[found.end() : found.end() + int(found.group(1))])
-        except zlib.error:
-            continue
-        fixed = _BFRANGE.sub(_ranges, _BFCHAR.sub(_chars, cmap))
-        if fixed != cmap:
-            body = zlib.compress(fixed, 9)
-            xref.append(b"%d 1\n%010d 00000 n \n" % (number, len(data) + len(update)))
-            update += b"%d 0 obj\n<</Filter /FlateDecode /Length %d>> " % (number, len(body))
-            update += b"stream\n" + body + b"\nendstream\nendobj\n"
-    if not xref:
-        return data
-    start = len(data) + len(update)
-    update += b"xref\n" + b"".join(xref) + b"trailer\n<<" + trailer.group(1)
-    update += b" /Prev %s>>\nstartxref\n%d\n%%%%EOF\n" % (trailer.group(2), start)
-    return data + bytes(update)
+def _text_maps(writer: PdfWriter) -> list[StreamObject]:
+    """Every font's text map (ToUnicode) the document holds, once each, wherever its fonts
+    are: on pages, in forms, in Type 3 fonts' resources."""
+    from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
+
+    seen: set[tuple[int, int]] = set()
+    maps: dict[int, StreamObject] = {}
+    todo: list[object] = [writer.root_object]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, IndirectObject):
+            if (item.idnum, item.generation) in seen:
+                continue
+            seen.add((item.idnum, item.generation))
+            item = item.get_object()
+        if isinstance(item, DictionaryObject):
+            for key, value in dict.items(item):  # as stored: references unresolved
+                if key != "/ToUnicode":
+                    todo.append(value)
+                elif isinstance(cmap := value.get_object(), StreamObject):
+                    maps[id(cmap)] = cmap
+        elif isinstance(item, ArrayObject):
+            todo.extend(list.__iter__(item))
+    return list(maps.values())
 
 
-_TO_UNICODE = re.compile(rb"/ToUnicode (\d+) 0 R")
-_XREF = re.compile(rb"xref\s+0\s+(\d+)\s+")  # one table from object 0, as Chromium writes it
-_STREAM = re.compile(rb"\d+ 0 obj\s*<<\s*/Filter\s*/FlateDecode\s*/Length (\d+)\s*>>\s*stream\r?\n")
-_TRAILER = re.compile(rb"trailer\s*<<(.*)>>\s*startxref\s+(\d+)\s+%%EOF\s*$", re.S)
+# A ToUnicode map's text (ISO 32000-1, 9.10.3): its sections of single codes and of ranges.
 _BFCHAR = re.compile(rb"beginbfchar(.*?)endbfchar", re.S)
 _BFRANGE = re.compile(rb"beginbfrange(.*?)endbfrange", re.S)
 _PAIR = re.compile(rb"(<[0-9A-Fa-f]+>\s*)<([0-9A-Fa-f]*)>")

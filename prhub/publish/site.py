@@ -129,6 +129,11 @@ def build(
             plural(len(gone), "published week"),
             ", ".join(gone),
         )
+    if not made.base:
+        log.warning(
+            "the feeds link relative to themselves: pass --url (or PRHUB_SITE_URL) with the "
+            "site's address for absolute links"
+        )
     if size > PAGES_LIMIT * 0.8:
         log.warning(
             "the site is %.0f MB, near GitHub Pages' 1 GB: publish a site per repository "

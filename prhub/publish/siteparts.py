@@ -23,7 +23,7 @@ from prhub.publish.parts import links
 from prhub.publish.render import TEMPLATES
 from prhub.publish.swap import Site
 
-__all__ = ["Build", "Printer", "Repo", "Week", "documents"]
+__all__ = ["Build", "Printer", "Repo", "Week", "documents", "site_address"]
 
 NEWEST = 10  # digests a repository's page lists; the rest are in its months
 
@@ -89,7 +89,7 @@ class Build:
 
     def __init__(self, site: Site, settings: Settings, printer: Printer) -> None:
         self.site, self.tz, self.printer = site, settings.tz, printer
-        self.base = _site_base(settings.report_url)
+        self.base = site_address(settings)
         self.index = search.Index()
         self.published: list[Published] = []
         self.cards: list[Card] = []
@@ -317,8 +317,12 @@ def _repo_url(repo: Repo) -> str:
     return links(repo.name, {d.number: d.url for d in repo.digests[:1]}).base
 
 
-def _site_base(report_url: str | None) -> str:
-    """The site's address, where --report-url names its week pages ({repo}/{week}.html)."""
-    if report_url and report_url.endswith("{repo}/{week}.html"):
-        return report_url[: -len("{repo}/{week}.html")]
+def site_address(settings: Settings) -> str:
+    """The site's address, ending in /: --url (site_url), else report_url's where it names the
+    site's week pages (https://HOST/PATH/{repo}/{week}.html); "" when neither says it."""
+    if settings.site_url:
+        return settings.site_url
+    url = settings.report_url
+    if url and url.endswith("{repo}/{week}.html") and "{" not in url[: -len("{repo}/{week}.html")]:
+        return url[: -len("{repo}/{week}.html")]
     return ""

@@ -4,7 +4,7 @@ items, links, badges and footers. Markdown (`render`) and HTML (`html`) render t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
@@ -203,13 +203,16 @@ def tags_view(v: LabelsView, *, digest_link: DigestLink | None = None) -> TagsVi
     to = _linker(digest_link, {pr.number for g in v.groups for pr in g.prs})
     urls = links(v.repo, {pr.number: pr.url for g in v.groups for pr in g.prs})
     level = 2 if v.tag is not None else 3
+    # A group is headed by its tag alone, so its anchor (the id GitHub gives the heading) stays
+    # the same from week to week; its count is the line under it.
     groups = [
         Section(
-            Line((g.tag, Words(f"（{len(g.prs)}）"))),
+            g.tag,
+            (Para(Words(f"{len(g.prs)} 个 PR")),) if g.prs else (),
             sections=tuple(_tagged(pr, to(pr.number), level + 1) for pr in g.prs),
             level=level,
             empty="" if g.prs else "本周没有这个标签的 PR。",
-            anchor=anchor(f"{one_line(g.tag)}（{len(g.prs)}）"),
+            anchor=anchor(one_line(g.tag)),
         )
         for g in v.groups
     ]
@@ -230,6 +233,12 @@ def _by_kind(v: LabelsView, groups: list[Section]) -> tuple[Section, ...]:
     kinds: dict[str, list[tuple[TagGroup, Section]]] = {}
     for g, s in zip(v.groups, groups, strict=True):
         kinds.setdefault(g.kind, []).append((g, s))
+    # In the order GitHub meets the headings, which gives a repeated one -1, -2, ...: a label
+    # named as a kind (模块) links to its own group.
+    used = {"目录": 0}
+    for kind, pairs in kinds.items():
+        _unique(KINDS[kind], used)
+        pairs[:] = [(g, replace(s, anchor=_unique(s.anchor, used))) for g, s in pairs]
     contents = [
         Line((Words(f"{KINDS[kind]}："), *joined((_entry(g, s) for g, s in pairs), "、")))
         for kind, pairs in kinds.items()
@@ -241,6 +250,16 @@ def _by_kind(v: LabelsView, groups: list[Section]) -> tuple[Section, ...]:
             for k, pairs in kinds.items()
         ),
     )
+
+
+def _unique(slug: str, used: dict[str, int]) -> str:
+    """`slug` as github-slugger gives it the n-th time: slug, slug-1, slug-2, ..."""
+    found = slug
+    while found in used:
+        used[slug] += 1
+        found = f"{slug}-{used[slug]}"
+    used[found] = 0
+    return found
 
 
 def _entry(g: TagGroup, s: Section) -> Line:

@@ -21,13 +21,12 @@ from prhub.model.pr import Relation
 from prhub.prepare.facts import REVERT_COMMIT, revert_target
 from prhub.run.fanout import FATAL, each
 from prhub.run.run import Run
+from prhub.text import refs
 from prhub.weekly.analyse import UNREAD, week_window
 
 log = logging.getLogger("prhub")
-# `#123`, not part of a word, a path, an entity or another repository's `owner/name#123`.
-REF = re.compile(r"(?<![\w/&#])#(\d{1,7})\b")
 # GitHub's closing keywords: what follows them is an issue the PR closes, not a PR to fetch.
-CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s*#(\d{1,7})\b", re.I)
+CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s*$", re.I)
 
 Found = dict[int, PullRequest | None]  # PRs looked up by number; None: no PR by that number
 
@@ -39,14 +38,9 @@ def referenced(pr: PullRequest) -> list[int]:
     said = [pr.title, pr.body]
     said += [c.body for c in pr.discussion if c.association in MAINTAINERS or c.author == pr.author]
     text = "\n".join(said)
-    own = re.compile(rf"github\.com/{re.escape(pr.repo)}/(?:pull|issues)/(\d{{1,7}})\b", re.I)
-    found = [int(m.group(1)) for m in sorted([*REF.finditer(text), *own.finditer(text)], key=_at)]
-    issues = {int(n) for n in CLOSES.findall(text)}
-    return [n for n in dict.fromkeys(found) if n != pr.number and n not in issues]
-
-
-def _at(m: re.Match[str]) -> int:
-    return m.start()
+    found = refs(text, pr.repo)
+    issues = set(refs(text, pr.repo, after=CLOSES))
+    return [n for n in found if n != pr.number and n not in issues]
 
 
 def revert_candidate(run: Run, pr: PullRequest, period: Mapping[int, PullRequest]) -> int | None:
@@ -71,7 +65,7 @@ def revert_candidate(run: Run, pr: PullRequest, period: Mapping[int, PullRequest
                 log.warning("prhub: the commit #%d reverts was not looked up (%s)", pr.number, exc)
         if len(owners) == 1:
             return owners[0]
-    cited = [n for n in dict.fromkeys(int(m) for m in REF.findall(pr.body)) if n != pr.number]
+    cited = [n for n in refs(pr.body, run.repo()) if n != pr.number]
     return cited[0] if len(cited) == 1 else None
 
 
@@ -118,7 +112,7 @@ def neighbours(
             shared.append((-len(both), n, both))
     for _, n, both in sorted(shared)[:MOST]:
         out.append(_neighbour(run, period[n], "same_files", week, both))
-    return bounded(out, run.settings.encoding, pr.number)
+    return bounded(out, pr.number)
 
 
 def merged_week(run: Run, pr: PullRequest) -> tuple[datetime, datetime] | None:

@@ -150,13 +150,13 @@ def risks(written: list[str], f: WeeklyFacts) -> list[str]:
 
 # What a short risk and its risk share, as a reader checks it holds a noun of its risk: a PR
 # number, a name in Latin letters or digits, or a Chinese word (two characters running).
-_TERM = re.compile(r"#\d+|[A-Za-z][\w./-]*[A-Za-z0-9]|[\u4e00-\u9fff]{2}")
+_TERM = re.compile(r"[A-Za-z][\w./-]*[A-Za-z0-9]|[\u4e00-\u9fff]{2}")
 _END = "。！？!?"
 
 
 def terms(text: str) -> set[str]:
     """The nouns a reader would look for: PR numbers, Latin names, Chinese character pairs."""
-    found = set()
+    found = {f"#{n}" for n in cited(text)}
     for m in _TERM.finditer(text):
         word = m.group()
         if "\u4e00" <= word[0] <= "\u9fff":

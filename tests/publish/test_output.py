@@ -72,10 +72,12 @@ def test_weekly_text_dispatches_on_format():
 
 
 def test_labels_text_groups_by_tag():
-    assert "## rollout（2）" in output.labels_text(report(), None, {})
+    assert "## rollout\n\n2 个 PR\n" in output.labels_text(report(), None, {})
     assert "#102" not in output.labels_text(report(), "rollout", {})
     # The repository's own spelling of a tag finds it too.
-    assert "## rollout（2）" in output.labels_text(report(), "sampling", {"sampling": "rollout"})
+    assert "## rollout\n\n2 个 PR\n" in output.labels_text(
+        report(), "sampling", {"sampling": "rollout"}
+    )
 
 
 def test_labels_text_dispatches_on_format():
@@ -83,7 +85,9 @@ def test_labels_text_dispatches_on_format():
     assert output.labels_text(r, "doc", {}, "markdown").startswith("# acme/rocket · 标签视图")
     assert json.loads(output.labels_text(r, "doc", {}, "json"))["tag"] == "docs"
     page = output.labels_text(r, "doc", {}, "html")
-    assert page.startswith("<!doctype html>\n") and '<h2 id="docs1">docs（1）</h2>' in page
+    assert (
+        page.startswith("<!doctype html>\n") and '<h2 id="docs">docs</h2>\n<p>1 个 PR</p>' in page
+    )
 
 
 # Paths

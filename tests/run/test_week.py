@@ -290,7 +290,7 @@ def test_a_repositorys_tag_spellings_fold_everywhere(github, smart_llm, tmp_path
     assert report.facts.tags["inference"] == 2 and "rollout" not in report.facts.tags
     assert report.facts.tags["infra"] == 1
     assert "inference" in report.digests[0].tags
-    assert "## inference（2）" in labels.labels_markdown(labels.view(report))
+    assert "## inference\n\n2 个 PR\n" in labels.labels_markdown(labels.view(report))
 
 
 def test_the_weekly_report_is_kept_in_the_store(github, smart_llm, tmp_path):
