@@ -44,7 +44,7 @@ from bench.standins import TOKEN, standin  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.configfile import load_settings  # noqa: E402
 from prhub.digest import checks  # noqa: E402
-from prhub.digest.ground import PATH, SPAN, pr_source  # noqa: E402
+from prhub.digest.claims import PATH, SPAN, pr_source  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.fields import PLACEHOLDERS  # noqa: E402
 from prhub.llm.llm import LLM  # noqa: E402

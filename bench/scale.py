@@ -147,9 +147,20 @@ def run_weekly(job: dict[str, Any], skipped: Any, results: Any) -> None:
         "batch": sum((o.stats.batch_usage for o in outcomes if o.stats), Usage()).model_dump(),
         "waited": sum(b.waited for b in budgets),
         "waits": dict(waits.count),
-        "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # KiB on Linux
+        "rss": peak_rss(),
     }
     results.put(figures)
+
+
+def peak_rss() -> int:
+    """The most memory this process held, in KiB: Linux's VmHWM, which counts this program
+    alone. ru_maxrss would not: across exec it keeps the high-water mark of the process it
+    was forked from (here the stand-ins, whose logs grow with every run)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
 
 
 @dataclass
@@ -196,6 +207,12 @@ class Size:
     def peak(self) -> int:
         """The most memory a prhub process of this N held, in KiB."""
         return max(r.figures["rss"] for r in (self.first, self.rerun, *self.batch))
+
+    @property
+    def peaks(self) -> tuple[float, float, float]:
+        """The peak memory of the first run, the rerun and the batch-mode runs, in MiB."""
+        batch = max(r.figures["rss"] for r in self.batch)
+        return self.first.figures["rss"] / 1024, self.rerun.figures["rss"] / 1024, batch / 1024
 
 
 class Organisation:
@@ -323,7 +340,28 @@ ROWS: list[Row] = [
         ),
     ),
     ("peak RSS of a prhub run", lambda s: f"{s.peak / 1024:.0f} MiB"),
+    ("peak RSS: first / rerun / batch runs", lambda s: " / ".join(f"{m:.0f}" for m in s.peaks)),
+    ("first run: searches per repository-week", lambda s: per_repo(s.first.charged["search"], s)),
+    ("rerun: searches per repository-week", lambda s: per_repo(s.rerun.charged["search"], s)),
 ]
+
+
+def per_repo(value: float, size: Size) -> str:
+    return f"{value / size.repos:.2f}"
+
+
+def growth(sizes: list[Size]) -> str:
+    """How much more a run's peak memory is for each repository past the smallest size."""
+    small, big = min(sizes, key=lambda s: s.repos), max(sizes, key=lambda s: s.repos)
+    if big.repos == small.repos:
+        return "peak RSS per added repository: - (one size)"
+    added = big.repos - small.repos
+    each = [(b - a) / added for a, b in zip(small.peaks, big.peaks, strict=True)]
+    slope = (big.peak - small.peak) / 1024 / added
+    return (
+        f"peak RSS per added repository, N={small.repos} to N={big.repos}: {slope:.2f} MiB "
+        f"(first run {each[0]:.2f}, rerun {each[1]:.2f}, batch runs {each[2]:.2f})"
+    )
 
 
 def table(sizes: list[Size]) -> list[str]:
@@ -389,11 +427,13 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.source} week {args.year}-W{args.week:02d} under N names; GitHub: {args.limit:,} "
         f"core requests an hour, 30 searches a minute, waits {args.speed_up:g}x faster than "
         f"real; LLM stand-in: no latency, no prompt cache; prices: {Settings().model}'s "
-        f"defaults; peak RSS: ru_maxrss of the prhub processes; "
+        f"defaults; peak RSS: VmHWM of the prhub processes; "
         f"{time.perf_counter() - started:.0f} s in all"
     )
     print()
     print("\n".join(table(sizes)))
+    print()
+    print(growth(sizes))
 
 
 if __name__ == "__main__":

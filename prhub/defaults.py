@@ -61,3 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs": 4,
     "batch_corrections": "online",
 }
+
+# Characters a reply may hold for each token of its `max_tokens`: a longer one is no model's
+# answer. The bound of an online reply, and of any text `prhub import` takes.
+CHARS_PER_TOKEN = 16

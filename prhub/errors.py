@@ -132,6 +132,18 @@ class ImportRefused(PrhubError):
     exit_code = 20
 
 
+class NoCJKFont(PdfUnavailable):
+    """No installed font covers the page's Chinese: its PDF would print boxes."""
+
+    exit_code = 21
+
+
+class RestoreError(PrhubError):
+    """A published site could not be restored whole into the store: nothing of it was kept."""
+
+    exit_code = 22
+
+
 def set_secret(name: str, env: Mapping[str, str] | None = None) -> str:
     """How to provide a missing secret: in CI, where to add it; on a terminal, to export it."""
     env = os.environ if env is None else env

@@ -25,13 +25,25 @@ _NOTHING_EN = re.compile(
 )
 # A text wholly in angle brackets is an example's note, never an answer: "<无风险点>".
 _BRACKETED = re.compile(r"\s*[<＜][^<>＜＞]*[>＞]\s*")
+# What the example writes where a field has no note of its own.
+_GENERIC = frozenset({"文字", "整数", "数字", "text", "string", "number", "integer"})
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OUT_OF_TEN = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*/\s*10\s*")
 
 
 def echo(text: str, notes: frozenset[str] = frozenset()) -> bool:
-    """A text that is the example's own note: in angle brackets, or its wording (`notes`)."""
-    return bool(_BRACKETED.fullmatch(text)) or bare(text) in notes
+    """A text that is the example's own note: its wording (`notes`), or in angle brackets
+    around nothing else than a note or a "none" (`<无风险点>`). A real answer a model set in
+    the example's brackets is no echo: `unwrapped` gives it back."""
+    inside = bare(text)
+    if _BRACKETED.fullmatch(text):
+        return not inside or inside in notes or nothing(inside) or inside in _GENERIC
+    return inside in notes
+
+
+def unwrapped(text: str) -> str:
+    """A text wholly in the example's angle brackets without them; any other as it is."""
+    return bare(text) if _BRACKETED.fullmatch(text) and not echo(text) else text
 
 
 def nothing(value: Any, notes: frozenset[str] = frozenset()) -> bool:

@@ -37,6 +37,19 @@ def in_repo(match: re.Match[str], repo: str) -> bool:
     return named is None or named.lower() == repo.lower()
 
 
+def refs(text: str, repo: str | None = None, after: re.Pattern[str] | None = None) -> list[int]:
+    """The PR numbers `text` refers to, in order, each once: only those to `repo` when given,
+    only those that `after` (a pattern ending in `$`) matches just before when given."""
+    found = []
+    for m in PR_REF.finditer(text):
+        if repo is not None and not in_repo(m, repo):
+            continue
+        if after is not None and not after.search(text, max(0, m.start() - 40), m.start()):
+            continue
+        found.append(int(m.group(1)))
+    return list(dict.fromkeys(found))
+
+
 def cited(text: str) -> list[int]:
     """The PR and issue numbers `text` refers to, in order, each once."""
     return list(dict.fromkeys(int(m.group(1)) for m in PR_REF.finditer(text)))

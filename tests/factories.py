@@ -481,7 +481,7 @@ def hostile_narrative_report() -> WeeklyReport:
             "lead": INJECT,
             "summary": INJECT,
             "highlights": [INJECT, *n.highlights[1:]],
-            "risks": [INJECT, *n.risks[1:]],
+            "risks": [n.risks[0].model_copy(update={"text": INJECT}), *n.risks[1:]],
             "key_changes": [INJECT, *n.key_changes[1:]],
             "follow_ups": [INJECT, *n.follow_ups[1:]],
             "trends": [*trends, *n.trends[1:]],
@@ -697,3 +697,55 @@ def crawl(site: Path) -> dict[Path, list[str]]:
                     seen[page].append(href)
                 todo.append(target)
     return seen
+
+
+# Published sites
+
+
+def site_manifest(site: Path) -> dict[str, Any]:
+    """The site's manifest.json: the one `prhub site` wrote, else one written here by its
+    contract (format 1: each report's and digest's JSON with its kind, repository and SHA-256,
+    paths relative to the site's root) for a site built before prhub wrote it."""
+    import hashlib
+
+    from prhub import __version__
+
+    path = site / "manifest.json"
+    if path.is_file():
+        return dict(json.loads(path.read_bytes()))
+    files = []
+    for found in sorted(site.glob("*/*/*.json")) + sorted(site.glob("*/*/pr/*.json")):
+        relative = found.relative_to(site).as_posix()
+        owner, name = relative.split("/")[:2]
+        files.append(
+            {
+                "path": relative,
+                "kind": "digest" if "/pr/" in relative else "report",
+                "repo": f"{owner}/{name}",
+                "sha256": hashlib.sha256(found.read_bytes()).hexdigest(),
+            }
+        )
+    manifest = {
+        "format": 1,
+        "generator": f"prhub {__version__}",
+        "reports": sum(f["kind"] == "report" for f in files),
+        "digests": sum(f["kind"] == "digest" for f in files),
+        "files": files,
+    }
+    path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+def digest_content(**fields: Any) -> Any:
+    """A digest's content as a model writes it, its fields changed by `fields`."""
+    from prhub.model import DigestContent
+
+    values: dict[str, Any] = {
+        "title": "改进 a 模块",
+        "verdict": "精读",
+        "minutes": 5,
+        "advice": "",
+        "importance": 5,
+        "importance_reason": "局部改动。",
+    }
+    return DigestContent(**{**values, **fields})

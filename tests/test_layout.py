@@ -143,6 +143,18 @@ def test_no_module_is_over_400_lines():
     assert not long, long
 
 
+def test_one_pattern_says_what_a_pr_reference_is():
+    """Only prhub.text spells `#` followed by a number in a pattern: every other module asks
+    its PR_REF (or `refs`, `cited`), so no two of them disagree about what a citation is."""
+    spelled = re.compile(r"(?<!&\(\?=)#\(?\\d|/\(\?:pull\|issues\)|pull/\(")  # not `&#12;`
+    others = [
+        str(p.relative_to(ROOT))
+        for p in PACKAGE.rglob("*.py")
+        if p != PACKAGE / "text.py" and spelled.search(p.read_text(encoding="utf-8"))
+    ]
+    assert not others, others
+
+
 def test_the_readme_shows_the_tree_as_it_is():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("## Architecture", 1)[1].split("```", 2)[1]

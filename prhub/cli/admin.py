@@ -141,14 +141,16 @@ def init_ci(
     path: Annotated[
         Path, typer.Argument(help="the repository checkout to add the workflow to")
     ] = Path("."),
-    install: Annotated[
+    action: Annotated[
         str | None,
         typer.Option(
-            "--install",
-            help=help_text(
-                "git URL or pip requirement for prhub", "where this prhub was installed from"
-            ),
+            "--action",
+            help=help_text("prhub's Action, OWNER/REPO@TAG", "this prhub's repository and version"),
         ),
+    ] = None,
+    install: Annotated[
+        str | None,
+        typer.Option("--install", help=help_text("pip requirement for prhub", "the Action's own")),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing workflow")] = False,
     pages: Annotated[
@@ -158,12 +160,17 @@ def init_ci(
             help="publish the site on GitHub Pages instead of committing each report",
         ),
     ] = False,
+    all_repos: Annotated[
+        bool, typer.Option("--all", help="every repository prhub.toml lists, in one run")
+    ] = False,
 ) -> None:
     """Write the weekly GitHub Actions workflow into a repository (--pages: the site on Pages)."""
     from prhub.run import commands
 
     try:
-        _, steps = commands.init_ci(path, install=install, force=force, pages=pages)
+        _, steps = commands.init_ci(
+            path, action=action, install=install, force=force, pages=pages, all_repos=all_repos
+        )
     except PrhubError as exc:
         fail(exc)
     typer.echo(steps, nl=False)

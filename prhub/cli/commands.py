@@ -4,7 +4,7 @@ outcome, exit with its code."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -30,9 +30,6 @@ from prhub.cli.options import (
 )
 from prhub.cli.outcome import ended, fail, said
 from prhub.errors import PrhubError
-
-if TYPE_CHECKING:
-    pass
 
 # Modules beyond typer, prhub's options and errors are imported in the functions that need them:
 # `prhub --help` and `--version` then start without loading pydantic, rich or the SDKs.

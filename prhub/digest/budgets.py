@@ -4,22 +4,26 @@ index and each chunk's notes may take, once the prompt's fixed part is counted."
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from prhub.config import Settings
 from prhub.digest.notes import NOTE_SHARES
+from prhub.digest.related import lines
 from prhub.errors import ConfigError
 from prhub.llm.llm import schema_text
 from prhub.llm.prompt import MARGIN, Prompt, message_tokens, task_prompt
-from prhub.model import ChunkNotes, Coverage, DigestContent, PreparedPR, PullRequest
+from prhub.model import ChunkNotes, Coverage, DigestContent, Neighbour, PreparedPR, PullRequest
 from prhub.prepare import TITLE_BUDGET, body_budget
 from prhub.prepare.core import pr_fields
 from prhub.prepare.discussion import Discussion, discussion
 from prhub.prepare.facts import pr_facts
+from prhub.prepare.tokens import count
 
-NOTE_BUDGET = 1200  # tokens of one chunk's notes in the final call of a map-reduce, at most
+NOTE_BUDGET = 1200  # tokens of one chunk's notes the final call's index leaves room for
 MIN_INDEX = 500  # the final call's file index needs at least this many tokens
 CORRECTION = 200  # tokens a corrective call adds to the last message (checks.correction)
+BODY_SLACK = 32  # tokens a body may gain in the prompt: its cut's note, a marker for a secret
 NONE = Discussion("", 0, 0)  # chunk calls read the diff alone
 
 
@@ -31,9 +35,15 @@ class Budgets(NamedTuple):
     note: int  # each chunk's notes in the final call
 
 
-def budgets(pr: PullRequest, settings: Settings, talk: Discussion | None = None) -> Budgets:
+def budgets(
+    pr: PullRequest,
+    settings: Settings,
+    talk: Discussion | None = None,
+    neighbours: Sequence[Neighbour] = (),
+) -> Budgets:
     """Tokens left for one call's diff chunk, for the final call's file index, and for each
-    chunk's notes in it; `talk` is the discussion the prompt shows (made when not given).
+    chunk's notes in it (at least); `talk` is the discussion the prompt shows (made when not
+    given), `neighbours` the related PRs it names.
 
     The instructions are counted with the example reply JSON modes show, the largest they can be:
     an endpoint may move a run to such a mode after its prompts were planned.
@@ -51,13 +61,22 @@ def budgets(pr: PullRequest, settings: Settings, talk: Discussion | None = None)
         talk = discussion(pr.discussion, settings)
     fixed = max(
         prompt_tokens(
-            digest_prompt, settings, fixed_part, talk, diff="", notes=[], index="", schema=schema
+            digest_prompt,
+            settings,
+            fixed_part,
+            talk,
+            neighbours,
+            diff="",
+            notes=[],
+            index="",
+            schema=schema,
         ),
         prompt_tokens(
             notes_prompt,
             settings,
             fixed_part,
             NONE,
+            (),
             diff="",
             part=9,
             parts=9,
@@ -65,7 +84,11 @@ def budgets(pr: PullRequest, settings: Settings, talk: Discussion | None = None)
             limits=dict.fromkeys(NOTE_SHARES, 99_999),  # the most digits a limit has
         ),
     )
-    spare = TITLE_BUDGET + body_budget(settings) + MARGIN + CORRECTION
+    # The body's room is what it takes, up to its budget: a short body leaves the rest to the
+    # diff, as a short diff leaves its rest to the body (prepare). Counted as written: what
+    # prepare leaves out of it, and redaction's markers, only make it shorter.
+    body = min(body_budget(settings), count(pr.body or "", settings.encoding) + BODY_SLACK)
+    spare = TITLE_BUDGET + body + MARGIN + CORRECTION
     chunk_budget = settings.input_budget - fixed - spare
     note_budget = min(NOTE_BUDGET, chunk_budget // (2 * settings.max_calls))
     index_budget = chunk_budget - settings.max_calls * note_budget
@@ -93,7 +116,10 @@ def stub(pr: PullRequest) -> PreparedPR:
     )
 
 
-def context(prepared: PreparedPR, talk: Discussion) -> dict[str, Any]:
+def context(
+    prepared: PreparedPR, talk: Discussion, neighbours: Sequence[Neighbour] = ()
+) -> dict[str, Any]:
+    """The prompt's variables of the PR itself, its discussion and its neighbours' lines."""
     states = Counter(review.state for review in prepared.reviews)
     approvers = [r.author for r in prepared.reviews if r.state == "APPROVED"]
     return {
@@ -101,10 +127,17 @@ def context(prepared: PreparedPR, talk: Discussion) -> dict[str, Any]:
         "review_states": sorted(states.items()),
         "approvers": list(dict.fromkeys(approvers)),
         "discussion": talk,
+        "related": lines(neighbours),
     }
 
 
 def prompt_tokens(
-    p: Prompt, settings: Settings, stub: PreparedPR, talk: Discussion, **variables: Any
+    p: Prompt,
+    settings: Settings,
+    stub: PreparedPR,
+    talk: Discussion,
+    neighbours: Sequence[Neighbour],
+    **variables: Any,
 ) -> int:
-    return message_tokens(p.messages(**context(stub, talk), **variables), settings.encoding)
+    prompt = p.messages(**context(stub, talk, neighbours), **variables)
+    return message_tokens(prompt, settings.encoding)

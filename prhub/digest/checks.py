@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
-from prhub.digest.ground import PATH, SPAN, verified
+from prhub.digest.claims import PATH, SPAN, verified
+from prhub.llm.prompt import load_prompt
 from prhub.llm.reply import example, strings
 from prhub.model import DigestContent, Drop, PullRequest
 from prhub.prepare.discussion import WHERE, WHO
@@ -42,7 +44,12 @@ MESSAGES = {
     "not_chinese": "导读正文必须用中文书写（标识符可以保留英文）。",
     "revert_misread": "这个 PR 是回滚：标题和建议必须说明它撤销了什么，不能写成新增该功能。",
     "docs_overrated": f"这个 PR 只改了文档，重要性不应高于 {DOCS_IMPORTANCE_MAX:.0f}。",
+    "verdict_overrated": "这个 PR 没有改手写代码（只改了文档、配置、CI 或依赖版本），"
+    "或者改动极小，阅读建议不应是“精读”，应为“快速浏览”或“可跳过”。",
     "discussion_copied": "评审讨论要点不能照抄评论原文，要用中文概括谁提出了什么、结果如何。",
+    "advice_empty": "阅读建议（advice）不能为空：用中文写明值不值得读、读哪里、为什么。",
+    "title_empty": "标题不能为空：用一句中文概括改了什么、为什么重要。",
+    "reason_empty": "重要性理由（importance_reason）不能为空：用一句中文说明理由。",
 }
 
 
@@ -57,12 +64,23 @@ LABELS = {
     "not_chinese": "正文不是中文",
     "revert_misread": "未说明是回滚",
     "docs_overrated": "文档改动评分偏高",
+    "verdict_overrated": "阅读建议偏高",
     "discussion_copied": "照抄评审原文",
+    "advice_empty": "阅读建议为空",
+    "title_empty": "标题为空",
+    "reason_empty": "重要性理由为空",
 }
 
 
 TITLE_CHECKS = frozenset(
-    {"title_multiline", "title_too_long", "title_far_too_long", "title_not_chinese", "title_copied"}
+    {
+        "title_multiline",
+        "title_too_long",
+        "title_far_too_long",
+        "title_not_chinese",
+        "title_copied",
+        "title_empty",
+    }
 )
 # Recorded in the digest but not worth a corrective call: a reader still takes the digest.
 RECORDED = frozenset({"title_too_long"})
@@ -88,6 +106,8 @@ def needs_correction(failed: list[str]) -> bool:
 def title_failures(title: str, original: str = "") -> list[str]:
     """The title checks `title` fails; `original` is the PR's own title, when known."""
     title = title.strip()
+    if not title:
+        return ["title_empty"]
     failed = []
     if "\n" in title or "\r" in title:
         failed.append("title_multiline")
@@ -102,18 +122,27 @@ def title_failures(title: str, original: str = "") -> list[str]:
 
 
 def text_failures(advice: str, items: list[str] | None = None) -> list[str]:
-    """The text checks the advice and the listed items fail."""
+    """The text checks the advice and the listed items fail: empty advice is said as such,
+    not as advice that is not Chinese."""
     joined = "\n".join(items or [])
-    if not chinese(advice, least=20) or (joined and not chinese(joined)):
-        return ["not_chinese"]
-    return []
+    failed = [] if advice.strip() else ["advice_empty"]
+    if (advice.strip() and not chinese(advice, least=20)) or (joined and not chinese(joined)):
+        failed.append("not_chinese")
+    return failed
+
+
+def verdict_overrated(verdict: str, facts: Facts) -> bool:
+    """精读 for a PR with no hand-written code, or a tiny one: what it changed tells a reader
+    a glance is enough, as importance is capped for documentation."""
+    tiny = facts.size.startswith("微小")
+    return verdict == "精读" and (facts.docs_only or not facts.code_touched or tiny)
 
 
 def failures(content: DigestContent, pr: PullRequest, facts: Facts) -> list[str]:
     """The names of the checks `content` fails, in a stable order."""
     title = content.title.strip()
     failed = title_failures(title, pr.title)
-    if pr.files and not _cites(content.advice, pr):
+    if pr.files and content.advice.strip() and not _cites(content.advice, pr):
         failed.append("advice_uncited")
     items = [*content.design_decisions, *content.risks, *content.follow_ups]
     failed += text_failures(content.advice, items)
@@ -122,6 +151,10 @@ def failures(content: DigestContent, pr: PullRequest, facts: Facts) -> list[str]
         failed.append("revert_misread")
     if facts.docs_only and content.importance > DOCS_IMPORTANCE_MAX:
         failed.append("docs_overrated")
+    if verdict_overrated(content.verdict, facts):
+        failed.append("verdict_overrated")
+    if not content.importance_reason.strip():
+        failed.append("reason_empty")
     if any(note_fails(note) for note in content.discussion):
         failed.append("discussion_copied")
     return failed
@@ -183,41 +216,98 @@ def _cites(advice: str, pr: PullRequest) -> bool:
 
 
 _ECHO_SPLIT = re.compile(r"[，。、：；,.:;（）()<>\s]+")
+_ECHO_KEEP = re.compile(r"([，。、：；,.:;（）()<>]+)")
+ANSWERED = 4  # Chinese characters a sentence keeps, its copied words cut, to still say something
+# Corrections that state a fact of the PR, which a digest may say in its own words too.
+_FACTUAL = ("docs_overrated", "verdict_overrated")
 
 
+@cache
+def _prompt_texts() -> tuple[str, ...]:
+    """The example's notes and the corrective messages: the prompt's words a reply may copy."""
+    notes = [s for s in strings(example(DigestContent)) if s.startswith("<")]
+    return (*notes, *(text for name, text in MESSAGES.items() if name not in _FACTUAL))
+
+
+@cache
+def _instructions() -> str:
+    """The digest prompt's own instructions, as shipped, without separators."""
+    return _ECHO_SPLIT.sub("", load_prompt("digest").source)
+
+
+@cache
 def _echo_clauses() -> frozenset[str]:
     """Clauses of five or more Chinese characters of the example's notes and of the corrective
     messages: a reply that repeats one copied the prompt instead of answering it."""
-    example_notes = [s for s in strings(example(DigestContent)) if s.startswith("<")]
     return frozenset(
         clause
-        for text in [*example_notes, *MESSAGES.values()]
+        for text in _prompt_texts()
         for clause in _ECHO_SPLIT.split(text)
         if len(_CJK.findall(clause)) >= 5
     )
 
 
+def uncopied(text: str) -> tuple[str, str]:
+    """`text` without the prompt's words it copies, and those words; ("", text) when nothing
+    is left that says something, (text, "") when it copies none.
+
+    A clause of the prompt repeated ("值不值得读") goes with the clauses next to it that the
+    prompt holds too ("、读哪里、为什么："); what the model wrote around them stays."""
+    pieces = _ECHO_KEEP.split(text)
+    clauses = [
+        (pieces[i], pieces[i + 1] if i + 1 < len(pieces) else "") for i in range(0, len(pieces), 2)
+    ]
+
+    def bare(text: str) -> str:
+        return _ECHO_SPLIT.sub("", text)
+
+    prompts = [bare(t) for t in _prompt_texts()]
+
+    def copied(run: range) -> bool:  # the clauses of `run`, read together, are the prompt's
+        said = bare("".join(clauses[k][0] for k in run))
+        return bool(said) and any(said in t for t in prompts)
+
+    echoed = [i for i, (c, _) in enumerate(clauses) if any(e in c for e in _echo_clauses())]
+    if not echoed:
+        return text, ""
+
+    def instructed(k: int) -> bool:  # a clause of the instructions, not a word or two
+        said = bare(clauses[k][0])
+        return len(_CJK.findall(said)) >= 3 and said in _instructions()
+
+    cut: set[int] = set()
+    for i in echoed:  # each echo with the clauses around it that continue the prompt's text
+        lo, hi = i, i + 1
+        while lo > 0 and (copied(range(lo - 1, hi)) or instructed(lo - 1)):
+            lo -= 1
+        while hi < len(clauses) and (copied(range(lo, hi + 1)) or instructed(hi)):
+            hi += 1
+        cut.update(range(lo, hi))
+    left = "".join(c + sep for i, (c, sep) in enumerate(clauses) if i not in cut)
+    left = re.sub(r"^[，。、：；,.:;\s]+", "", left)
+    said = "".join(c + sep for i, (c, sep) in enumerate(clauses) if i in cut).strip()
+    if len(_CJK.findall(left)) < ANSWERED:
+        return "", text.strip()
+    return left, said
+
+
 def unechoed(content: DigestContent) -> tuple[DigestContent, list[Drop]]:
-    """The digest without the sentences and items that repeat the prompt's own instructions
-    (a small model hands back "值不值得读、读哪里、为什么，先结论…"), each recorded."""
-    clauses = _echo_clauses()
+    """The digest without the prompt's own instructions a reply hands back ("值不值得读、读哪里、
+    为什么，先结论…"): the copied words go, and the sentence or item with them only when
+    nothing else is left in it; each cut recorded."""
     drops: list[Drop] = []
 
-    def echoes(text: str) -> bool:
-        return any(c in text for c in clauses)
+    def cut(field: str, text: str) -> str:
+        left, copied = uncopied(text)
+        if copied:
+            drops.append(Drop(field=field, text=copied, reason="echoed_prompt"))
+        return left
 
     def prose(field: str, text: str) -> str:
-        kept = []
-        for sentence in sentences(text):
-            if echoes(sentence):
-                drops.append(Drop(field=field, text=sentence.strip(), reason="echoed_prompt"))
-            else:
-                kept.append(sentence)
-        return "".join(kept).strip()
+        return "".join(cut(field, sentence) for sentence in sentences(text)).strip()
 
     def items(field: str, values: list[str]) -> list[str]:
-        drops.extend(Drop(field=field, text=v, reason="echoed_prompt") for v in values if echoes(v))
-        return [v for v in values if not echoes(v)]
+        return [left for v in values if (left := cut(field, v))]
 
     lists = ("design_decisions", "risks", "follow_ups", "discussion")
     update: dict[str, object] = {f: items(f, getattr(content, f)) for f in lists}

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 from prhub.config import Settings
-from prhub.digest import checks
-from prhub.digest.budgets import NONE, Budgets, budgets, context
-from prhub.digest.ground import ground_digest
+from prhub.digest.budgets import CORRECTION, NONE, Budgets, budgets, context
+from prhub.digest.correct import Asked, checked_reply
 from prhub.digest.notes import (
     NotesMemo,
+    fit_notes,
+    note_cap,
     note_limits,
     note_text,
     notes_key,
@@ -23,35 +25,34 @@ from prhub.digest.notes import (
 from prhub.errors import ConfigError
 from prhub.llm.limits import ContextTooLong
 from prhub.llm.llm import LLM, schema_text
-from prhub.llm.prompt import message_tokens, task_prompt
+from prhub.llm.prompt import MARGIN, message_tokens, task_prompt
 from prhub.model import (
-    ChineseTitle,
     ChunkNotes,
     DigestContent,
     DigestMeta,
-    Drop,
+    Neighbour,
     PRDigest,
     PreparedPR,
     PullRequest,
     Usage,
 )
 from prhub.prepare import prepare
+from prhub.prepare.core import gist
 from prhub.prepare.discussion import Discussion, discussion
-from prhub.prepare.facts import pr_facts
 from prhub.prepare.redact import scrub_reply
-from prhub.prepare.tokens import truncate
 from prhub.tags import parse_title, tag_name
 
-TITLE_SUMMARY = 300  # tokens of the advice a title-only corrective call is shown
-
 Messages = list[dict[str, str]]
+# A part's notes at their emptiest: what the final call holds besides the notes' own text.
+NO_NOTES = ChunkNotes(summary="", key_files=[], identifiers=[], risks=[])
 log = logging.getLogger("prhub")
 
 
 @dataclass(frozen=True)
 class Plan:
     """One PR's digest, planned once: its budgets, the PR prepared within them, the discussion
-    the prompt shows, and the messages of the first calls (one, or one a chunk)."""
+    and neighbours the prompt shows, and the messages of the first calls (one, or one a
+    chunk)."""
 
     pr: PullRequest
     settings: Settings
@@ -60,16 +61,22 @@ class Plan:
     prepared: PreparedPR
     talk: Discussion
     calls: tuple[Messages, ...]
+    neighbours: tuple[Neighbour, ...] = ()
 
     @property
     def map_reduce(self) -> bool:
         """Whether the PR takes notes per chunk, then a final call on them."""
         return len(self.calls) > 1
 
+    @property
+    def asked(self) -> Asked:
+        """What the reply to the final call is checked against."""
+        return Asked(self.pr, self.settings, self.neighbours, discussed=bool(self.talk.text))
+
     def final(self, notes: list[ChunkNotes], mode: str) -> Messages:
         """The reduce call of a map-reduce: chunk notes, the whole file index, the discussion."""
         return task_prompt(self.settings, "digest").messages(
-            **context(self.prepared, self.talk),
+            **context(self.prepared, self.talk, self.neighbours),
             diff="",
             notes=notes,
             index=self.prepared.index,
@@ -82,67 +89,96 @@ class Plan:
         tokens = sum(message_tokens(m, encoding) for m in self.calls)
         if not self.map_reduce:
             return 1, tokens
-        final = message_tokens(self.final([], self.mode), encoding)  # the notes: at most these
-        tokens += final + len(self.calls) * self.budgets.note
+        empty = [NO_NOTES] * len(self.calls)  # the index and every note's label
+        final = message_tokens(self.final(empty, self.mode), encoding)
+        tokens += final + len(self.calls) * self.budgets.note  # the notes: at most these
         return len(self.calls) + 1, tokens
 
 
-def plan(pr: PullRequest, settings: Settings, mode: str | None = None) -> Plan:
+def plan(
+    pr: PullRequest,
+    settings: Settings,
+    mode: str | None = None,
+    neighbours: Sequence[Neighbour] = (),
+) -> Plan:
     """The PR's digest plan: its discussion and budgets, the PR prepared within them, and the
-    messages of its first calls.
+    messages of its first calls; `neighbours` are named in the call that writes the digest,
+    unless naming them would split a PR that fits one call.
 
     `mode` is the response mode the prompts are written for (default: the configured one).
     """
     mode = mode or settings.response_mode
+    near = tuple(neighbours)
     talk = discussion(pr.discussion, settings)
-    budget = budgets(pr, settings, talk)
+    budget = budgets(pr, settings, talk, near)
     prepared = prepare(pr, settings, chunk_budget=budget.chunk, index_budget=budget.file_index)
+    if len(prepared.chunks) > 1 and near:
+        # The neighbours are context: they never cost a PR that fits one call its reading
+        # in one.
+        alone = budgets(pr, settings, talk)
+        whole = prepare(pr, settings, chunk_budget=alone.chunk, index_budget=alone.file_index)
+        if len(whole.chunks) == 1:
+            near, budget, prepared = (), alone, whole
     if len(prepared.chunks) == 1:
         calls = [
             task_prompt(settings, "digest").messages(
-                **context(prepared, talk),
+                **context(prepared, talk, near),
                 diff=prepared.chunks[0],
                 notes=[],
                 index="",
                 schema=schema_text(mode, DigestContent),
             )
         ]
-    else:
-        notes_prompt = task_prompt(settings, "digest_notes")
-        schema = schema_text(mode, ChunkNotes)
-        limits = note_limits(budget.note)
-        # The chunk calls run at once, in any order: each carries the whole (budgeted) body.
-        calls = [
-            notes_prompt.messages(
-                **context(prepared, NONE),
-                diff=chunk,
-                part=i,
-                parts=len(prepared.chunks),
-                schema=schema,
-                limits=limits,
-            )
-            for i, chunk in enumerate(prepared.chunks, 1)
-        ]
-    return Plan(pr, settings, mode, budget, prepared, talk, tuple(calls))
+        return Plan(pr, settings, mode, budget, prepared, talk, tuple(calls), near)
+    notes_prompt = task_prompt(settings, "digest_notes")
+    schema = schema_text(mode, ChunkNotes)
+    # The notes take what the final call leaves once its index, body and discussion are in.
+    planned = Plan(pr, settings, mode, budget, prepared, talk, (), near)
+    empty = [NO_NOTES] * len(prepared.chunks)  # the index and every label
+    final = message_tokens(planned.final(empty, "json_object"), settings.encoding)
+    room = settings.input_budget - final - CORRECTION - MARGIN
+    budget = budget._replace(note=max(1, min(note_cap(settings), room // len(prepared.chunks))))
+    limits = note_limits(budget.note)
+    # The chunk calls run at once, in any order: the first carries the (budgeted) body, the
+    # others its opening; the final call has it whole.
+    short = prepared.model_copy(update={"body": gist(prepared.body, settings.encoding)})
+    calls = [
+        notes_prompt.messages(
+            **context(prepared if i == 1 else short, NONE),
+            diff=chunk,
+            part=i,
+            parts=len(prepared.chunks),
+            schema=schema,
+            limits=limits,
+        )
+        for i, chunk in enumerate(prepared.chunks, 1)
+    ]
+    return Plan(pr, settings, mode, budget, prepared, talk, tuple(calls), near)
 
 
 def digest_pr(
-    pr: PullRequest, settings: Settings, llm: LLM, key: str = "", memo: NotesMemo | None = None
+    pr: PullRequest,
+    settings: Settings,
+    llm: LLM,
+    key: str = "",
+    memo: NotesMemo | None = None,
+    neighbours: Sequence[Neighbour] = (),
 ) -> PRDigest:
     """Digests a PR; re-planned once within a smaller budget if the endpoint says it overflows.
 
     `key` is the cache key the digest is stored under; it names the settings asked for, not
-    the smaller budget a retry used, or the next run would not find it.
+    the smaller budget a retry used, or the next run would not find it. `neighbours` are the
+    related PRs its request names.
     """
     try:
-        digest = _digest_pr(plan(pr, settings, llm.mode), llm, memo)
+        digest = _digest_pr(plan(pr, settings, llm.mode, neighbours), llm, memo)
     except ContextTooLong as exc:
         smaller = exc.smaller_budget(settings.input_budget)
         if smaller is None:
             raise
         try:
             smaller_settings = settings.model_copy(update={"input_budget": smaller})
-            digest = _digest_pr(plan(pr, smaller_settings, llm.mode), llm, memo)
+            digest = _digest_pr(plan(pr, smaller_settings, llm.mode, neighbours), llm, memo)
         except ConfigError:  # the context the endpoint reported cannot hold any digest prompt
             raise exc from None
     return digest.model_copy(update={"meta": digest.meta.model_copy(update={"cache_key": key})})
@@ -161,7 +197,7 @@ def _digest_pr(planned: Plan, llm: LLM, memo: NotesMemo | None = None) -> PRDige
     else:
         messages, usage, leaked = planned.calls[0], Usage(), Counter[str]()
         coverage, prompt_id = prepared.coverage, digest_prompt.id
-    reply = checked_reply(planned, messages, llm)
+    reply = checked_reply(planned.asked, messages, llm)
     if reply.title_prompt:
         prompt_id += f"+{reply.title_prompt}"  # the published title came from the title prompt
     content, found = scrub_reply(reply.content)
@@ -199,6 +235,7 @@ def _digest_pr(planned: Plan, llm: LLM, memo: NotesMemo | None = None) -> PRDige
             ),
             dropped=reply.dropped,
             dropped_citations=len(reply.dropped),
+            unmarked=reply.unmarked,
             failed_checks=reply.failed,
             cache_key="",
             created_at=datetime.now(UTC),
@@ -238,9 +275,12 @@ def _mapped(planned: Plan, llm: LLM, memo: NotesMemo | None) -> Mapped:
     leaked: Counter[str] = Counter()
     for *_, secrets in answered:
         leaked.update(secrets)
-    trimmed = [trim_notes(note, planned.budgets.note, settings) for note, _, _ in answered]
-    notes = [note for note, _ in trimmed]
-    if shortened := sum(cut for _, cut in trimmed):
+    limits = note_limits(planned.budgets.note)
+    trimmed = [trim_notes(note, limits) for note, _, _ in answered]
+    # Each within its stated length; together within the final call's room for them.
+    notes = fit_notes([note for note, _ in trimmed], planned.budgets.note, settings)
+    cut = [was or now != kept for (kept, was), now in zip(trimmed, notes, strict=True)]
+    if shortened := sum(cut):
         left = sum(
             len(note_text(n)) - len(note_text(k))
             for (n, _, _), k in zip(answered, notes, strict=True)
@@ -254,89 +294,6 @@ def _mapped(planned: Plan, llm: LLM, memo: NotesMemo | None) -> Mapped:
         )
     usage = sum((used for _, used, _ in answered), Usage())
     return Mapped(notes, usage, leaked, shortened)
-
-
-@dataclass(frozen=True)
-class CheckedReply:
-    """The model's digest as published: grounded, checked, corrected once when a check failed."""
-
-    content: DigestContent
-    dropped: list[Drop]  # what grounding dropped from it, as recorded
-    failed: list[str]  # the checks it still fails
-    usage: Usage  # of the call and of its corrective call
-    title_prompt: str | None  # the title prompt's id, when the published title came from it
-
-
-def checked_reply(planned: Plan, messages: Messages, llm: LLM) -> CheckedReply:
-    """The model's digest, grounded and checked; one corrective call when a check fails.
-
-    When only the title is wrong, the call asks for the title alone (small models copy the
-    English title back when asked for the whole digest again). The digest that fails fewer
-    checks is kept, with the discussion notes it may publish (checks.published).
-    """
-    pr, settings = planned.pr, planned.settings
-    facts = pr_facts(pr)
-    content, usage = llm.complete(messages, DigestContent)
-    content, dropped = _grounded(content, pr)
-    failed = checks.failures(content, pr, facts)
-    title_prompt = None
-    corrected = checks.needs_correction(failed)  # what a reader would not reject costs no call
-    if corrected:
-        log.info("#%d: the digest fails %s; asking once more", pr.number, ", ".join(failed))
-        title_only = set(failed) <= checks.TITLE_CHECKS
-        if title_only:
-            title, more = llm.complete(
-                _title_messages(pr, content, failed, settings, llm), ChineseTitle, correction=True
-            )
-            again = content.model_copy(update={"title": title.title})
-        else:
-            # The same prompt with what was wrong: the earlier reply is not sent back, so the
-            # call stays within the budget the first one was planned for.
-            *head, last = messages
-            told = {**last, "content": f"{last['content']}\n\n{checks.correction(failed)}"}
-            again, more = llm.complete([*head, told], DigestContent, correction=True)
-        usage += more
-        again, again_dropped = _grounded(again, pr)
-        if title_only:
-            # The rest of the content is the first reply's, with what was dropped from it.
-            again_dropped = [d for d in dropped if d.field != "title"] + [
-                d for d in again_dropped if d.field == "title"
-            ]
-        still = checks.failures(again, pr, facts)
-        # A tie keeps the first answer: a retry that trades one fault for another is no better.
-        if len(still) < len(failed):
-            content, dropped, failed = again, again_dropped, still
-            title_prompt = task_prompt(settings, "digest_title").id if title_only else None
-    content, failed = checks.published(content, failed, discussed=bool(planned.talk.text))
-    if corrected and failed:
-        log.warning("#%d: the digest still fails %s", pr.number, ", ".join(failed))
-    return CheckedReply(content, _recorded(pr, dropped), failed, usage, title_prompt)
-
-
-def _recorded(pr: PullRequest, dropped: list[Drop]) -> list[Drop]:
-    """The drops as the digest records and the log shows them: a secret in one is redacted."""
-    dropped = [scrub_reply(d)[0] for d in dropped]
-    for d in dropped:
-        log.info("#%d: grounding dropped from %s (%s): %s", pr.number, d.field, d.reason, d.text)
-    return dropped
-
-
-def _grounded(content: DigestContent, pr: PullRequest) -> tuple[DigestContent, list[Drop]]:
-    """The reply without the prompt's own words echoed back, then grounded in the PR."""
-    content, echoed = checks.unechoed(content)
-    content, dropped = ground_digest(content, pr)
-    return content, echoed + dropped
-
-
-def _title_messages(
-    pr: PullRequest, content: DigestContent, failed: list[str], settings: Settings, llm: LLM
-) -> Messages:
-    return task_prompt(settings, "digest_title").messages(
-        title=pr.title,
-        summary=truncate(content.advice, TITLE_SUMMARY, settings.encoding),
-        problems="；".join(checks.MESSAGES[name] for name in failed),
-        schema=llm.schema_text(ChineseTitle),
-    )
 
 
 def retag(digest: PRDigest, settings: Settings) -> PRDigest:

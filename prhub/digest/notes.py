@@ -1,4 +1,4 @@
-"""A big PR's chunk notes: the characters each field may take, and notes cut to them."""
+"""A big PR's chunk notes: the characters each field may take, and notes held to them."""
 
 from __future__ import annotations
 
@@ -11,35 +11,60 @@ from prhub.model import ChunkNotes, Usage
 from prhub.prepare.tokens import count
 from prhub.text import sentences
 
-# A note's room by field, in characters: the unit the map prompt states and trim_notes
-# enforces. A character of Chinese or code is at most about a token, so a note within its
-# characters fits its tokens; what is denser (emoji, rare characters) is checked in tokens too.
+# A note's room by field: the share of its token budget each field may take.
 NOTE_SHARES = {"summary": 0.4, "key_files": 0.15, "identifiers": 0.15, "risks": 0.3}
 NOTE_LABELS = 32  # tokens of a note's labels and joins in the final prompt (第 N 段：, 风险：)
+# Characters a token of a note holds: the prompt states each field's room in characters, the
+# unit a model can keep to and trim_notes enforces. Measured with o200k_base: notes that mix
+# Chinese with paths and identifiers hold 2 to 4, Chinese prose alone 1.1; a note of prose
+# alone at its limits is over its tokens, which fit_notes holds the notes to together.
+CHARS_PER_TOKEN = 1.5
+# A note is a reply: at most this share of the reply's tokens, with its JSON around it.
+REPLY_SHARE = 0.6
+
+
+def note_cap(settings: Settings) -> int:
+    """The most tokens one chunk's notes may take: what a reply of output_tokens holds."""
+    return int(settings.output_tokens * REPLY_SHARE)
 
 
 def note_limits(budget: int) -> dict[str, int]:
     """Characters each field of one chunk's notes may take, from the note's token budget."""
     room = max(len(NOTE_SHARES), budget - NOTE_LABELS)
-    return {name: max(1, int(room * share)) for name, share in NOTE_SHARES.items()}
+    return {
+        name: max(1, int(room * share * CHARS_PER_TOKEN)) for name, share in NOTE_SHARES.items()
+    }
 
 
-def trim_notes(note: ChunkNotes, budget: int, settings: Settings) -> tuple[ChunkNotes, bool]:
-    """The notes within their share of the final prompt, and whether they had to be shortened.
-
-    Notes within `budget` tokens stay whole. Others have each field held to its characters
-    (note_limits), what is over cut at whole items and whole sentences; notes denser than a
-    token a character are then held to `budget` tokens.
-    """
-    if count(note_text(note), settings.encoding) <= budget - NOTE_LABELS:
-        return note, False  # it fits its room in the final prompt: a field a little over stays
-    limits = note_limits(budget)
+def trim_notes(note: ChunkNotes, limits: dict[str, int]) -> tuple[ChunkNotes, bool]:
+    """The notes with each field within the characters the prompt stated (`limits`), what is
+    over cut at whole items and whole sentences; and whether they had to be."""
     kept = _within(note, limits)
-    used = count(note_text(kept), settings.encoding)
-    if used > budget - NOTE_LABELS:
-        share = (budget - NOTE_LABELS) / used
-        kept = _within(kept, {name: int(n * share) for name, n in limits.items()})
     return kept, kept != note
+
+
+def fit_notes(notes: list[ChunkNotes], budget: int, settings: Settings) -> list[ChunkNotes]:
+    """The notes within the final call's room for them, `budget` tokens each on average: as
+    they are when they fit together, else each over its share held to it in tokens."""
+    room = len(notes) * (budget - NOTE_LABELS)
+    used = [count(note_text(n), settings.encoding) for n in notes]
+    if sum(used) <= room:
+        return notes
+    share = budget - NOTE_LABELS
+    fitted = []
+    for note, size in zip(notes, used, strict=True):
+        if size <= share:
+            fitted.append(note)
+            continue
+        scale = share / size
+        limits = {name: int(len(_field(note, name)) * scale) for name in NOTE_SHARES}
+        fitted.append(_within(note, limits))
+    return fitted
+
+
+def _field(note: ChunkNotes, name: str) -> str:
+    value = getattr(note, name)
+    return value if isinstance(value, str) else "".join(value)
 
 
 def _within(note: ChunkNotes, limits: dict[str, int]) -> ChunkNotes:

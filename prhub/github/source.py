@@ -39,14 +39,13 @@ from prhub.github.source_payload import attributes_text, pull_request_from_paylo
 from prhub.logmask import shown_url
 from prhub.model import PullRequest
 
+T = TypeVar("T")
 SEARCH_LIMIT = 1000  # GitHub serves at most this many results of one search
 SMALLEST_WINDOW = timedelta(minutes=2)
 # GitHub requests of one run open at once, whatever --jobs says: GitHub answers more than a few
 # concurrent requests from one token with its secondary rate limit, and prhub's time goes to
 # the LLM anyway. A fixed bound, not a setting: no value above it is safe to offer.
 GITHUB_IN_FLIGHT = 4
-
-T = TypeVar("T")
 
 
 def connect(
@@ -222,8 +221,9 @@ class GitHubSource:
         results = self.client.search_issues(
             f"repo:{repo} is:pr is:merged merged:{window}", sort="created", order="asc"
         )
-        # totalCount is capped at 1,000 before pages are read: the cap means "maybe more".
-        counted = self._call(lambda: results.totalCount, what, repo=repo)
+        # The first page carries the count (capped at 1,000: the cap means "maybe more");
+        # totalCount asked first would cost a request of its own.
+        counted = self._call(lambda: _first_page(results), what, repo=repo)
         if counted >= SEARCH_LIMIT:
             return None
         # Attributes, not raw_data: reading raw_data of a search item refetches the issue.
@@ -359,6 +359,12 @@ class GitHubSource:
             return True
 
         return self._call(look_up, f"looking up {repo}", repo=repo)
+
+
+def _first_page(results: Any) -> int:
+    """GitHub's count of a search, read with its first page."""
+    next(iter(results), None)
+    return int(results.totalCount)
 
 
 def _hit(repo: str, item: Issue) -> dict[str, Any]:

@@ -7,23 +7,15 @@ import re
 import threading
 from collections.abc import Callable
 from contextlib import nullcontext
-from types import SimpleNamespace
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import openai
 from pydantic import BaseModel
 
 from prhub import retry
 from prhub.config import Settings
 from prhub.defaults import OPENAI_URL, RESPONSE_MODES
-from prhub.errors import (
-    ConfigError,
-    LLMInvalidReply,
-    LLMRequestError,
-    LLMUnavailable,
-    set_secret,
-)
-from prhub.llm import llm_http
+from prhub.errors import ConfigError, LLMInvalidReply, LLMRequestError, LLMUnavailable, set_secret
 from prhub.llm.limits import (
     CONTEXT_LIMIT,
     PROMPT_USED,
@@ -31,11 +23,14 @@ from prhub.llm.limits import (
     ContextTooLong,
     first_number,
 )
-from prhub.llm.prompt import message_tokens
-from prhub.llm.reply import ReplyError, example_text, read, with_example
+from prhub.llm.prompt import afresh, message_tokens
+from prhub.llm.reply import ReplyError, cached_tokens, example_text, read, with_example
 from prhub.logmask import shown_url
 from prhub.model import Usage
 from prhub.prepare.tokens import count
+
+if TYPE_CHECKING:
+    import openai
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("prhub")
@@ -92,15 +87,15 @@ class LLM:
                     f"OPENAI_API_KEY is not set: {set_secret('OPENAI_API_KEY')} "
                     "(any value for a local server)"
                 )
-            base_url, query = llm_http.endpoint(settings.openai_base_url)
-            client = openai.OpenAI(
+            base_url, query = _http().endpoint(settings.openai_base_url)
+            client = _sdk().OpenAI(
                 api_key=settings.openai_api_key.get_secret_value(),
                 base_url=base_url,
                 default_query=query,
                 max_retries=0,  # one policy owns retries: prhub.retry
                 timeout=settings.timeout,
                 # Checks every answer; settings.timeout bounds the whole answer, not each read.
-                http_client=llm_http.http_client(settings.timeout, self._where()),
+                http_client=_http().http_client(settings.timeout, self._where()),
             )
         self.client = client
         self.stop_token = stop
@@ -143,22 +138,27 @@ class LLM:
             raise ContextTooLong(
                 f"prompt of {tokens} tokens exceeds the input budget {self.settings.input_budget}"
             )
-        usage, sent, corrected = Usage(), messages, False
+        usage, sent, tries, first = Usage(), messages, 0, None
         while True:
-            reply, call_usage, cut = self._ask(sent, schema, correction or corrected)
+            reply, call_usage, cut = self._ask(sent, schema, correction or tries > 0)
             usage += call_usage
             try:
                 return read(reply, schema), usage
             except ReplyError as problem:
                 self._log_rejected(reply, problem)
-                if corrected:
+                # A correction answered with the very reply it corrects is asked once more
+                # afresh, without that reply in the context the model keeps copying.
+                if tries == 1 and reply == first and not cut:
+                    sent, tries = afresh(messages), 2
+                    continue
+                if tries:
                     raise self._invalid(problem, cut) from None
                 sent = [
                     *messages,
                     {"role": "assistant", "content": reply},
                     {"role": "user", "content": self._correction(problem, cut)},
                 ]
-                corrected = True
+                tries, first = 1, reply
 
     def _correction(self, problem: ReplyError, cut: bool) -> str:
         if cut:  # the reply hit max_tokens: the fix is a shorter reply, not a corrected one
@@ -233,7 +233,7 @@ class LLM:
                 sent = messages if mode == "json_schema" else with_example(messages, schema)
                 try:
                     response = self._send(sent, schema, mode, correction)
-                except openai.APIStatusError as exc:
+                except _sdk().APIStatusError as exc:
                     if self._fall_back(mode, exc):
                         continue
                     raise self._translate(exc, messages) from None
@@ -266,15 +266,15 @@ class LLM:
 
         try:
             return retry.call(
-                send, self.settings, llm_http.retry_hint, what="LLM call", stop=self.stop_token
+                send, self.settings, _http().retry_hint, what="LLM call", stop=self.stop_token
             )
-        except openai.APITimeoutError:
+        except _sdk().APITimeoutError:
             raise LLMUnavailable(
                 f"the LLM endpoint {self._where()} did not answer in full within "
                 f"{self.settings.timeout:g} s: raise PRHUB_TIMEOUT (local models may need "
                 "minutes per prompt) or check the server"
             ) from None
-        except openai.APIConnectionError:
+        except _sdk().APIConnectionError:
             raise LLMUnavailable(
                 f"the LLM endpoint {self._where()} is unreachable: check OPENAI_BASE_URL and rerun"
             ) from None
@@ -297,14 +297,14 @@ class LLM:
     def _fall_back(self, mode: str, exc: openai.APIStatusError) -> bool:
         """Moves off a response_format the endpoint refused; False when it refused no such thing
         or there is nothing left to try."""
-        if not llm_http.refuses_format(exc):
+        if not _http().refuses_format(exc):
             return False
         with self._lock:
             if self._mode != mode:
                 return True  # another call has moved on already: try its mode
             if mode not in _FALLBACK:
                 return False
-            grammar = mode == "json_schema" and _LLAMA_CPP_PYTHON.search(llm_http.detail(exc))
+            grammar = mode == "json_schema" and _LLAMA_CPP_PYTHON.search(_http().detail(exc))
             self._mode = "json_object_schema" if grammar else _FALLBACK[mode]
             self._known = False
         log.warning(
@@ -313,7 +313,7 @@ class LLM:
             self._where(),
             mode,
             exc.status_code,
-            llm_http.error_message(exc)[:200],
+            _http().error_message(exc)[:200],
             "json_object with the schema in its `schema` key" if grammar else "json_object",
         )
         return True
@@ -322,8 +322,8 @@ class LLM:
         return shown_url(self.settings.openai_base_url) or OPENAI_URL
 
     def _translate(self, exc: openai.APIStatusError, messages: list[dict[str, str]]) -> Exception:
-        detail = llm_http.error_message(exc)
-        code = llm_http.error_code(exc)
+        detail = _http().error_message(exc)
+        code = _http().error_code(exc)
         if exc.status_code in (401, 403):
             sent = exc.response.request.headers.get("authorization", "")
             login = sent.startswith("Basic ")  # httpx sends a URL's login in the key's place
@@ -349,7 +349,7 @@ class LLM:
             return LLMUnavailable(
                 f"the LLM endpoint kept refusing with 429 ({detail}): rerun later, or lower --jobs"
             )
-        if llm_http.refuses_format(exc):
+        if _http().refuses_format(exc):
             return LLMRequestError(
                 f"model {self.settings.model!r} at {self._where()} refused response_format "
                 f"{self._mode} ({exc.status_code}: {detail}): use a server with JSON mode"
@@ -377,15 +377,18 @@ class LLM:
 
 def _names_model(exc: openai.APIStatusError, detail: str) -> bool:
     """Whether an error is an API's answer about the model, not a server that is no such API."""
-    return "model" in llm_http.error_code(exc) or "model" in detail.lower()
+    return "model" in _http().error_code(exc) or "model" in detail.lower()
 
 
-def cached_tokens(usage: Any) -> int:
-    """Prompt tokens the provider served from its prefix cache, as it reports them."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    if isinstance(details, dict):  # a server the SDK does not know: extra fields stay dicts
-        details = SimpleNamespace(**details)
-    cached = getattr(details, "cached_tokens", None)
-    if cached is None:  # DeepSeek names it otherwise
-        cached = getattr(usage, "prompt_cache_hit_tokens", None)
-    return cached if isinstance(cached, int) and cached > 0 else 0
+def _sdk() -> ModuleType:
+    """The openai SDK, imported at first use: a run the store answers whole never loads it."""
+    import openai
+
+    return openai
+
+
+def _http() -> ModuleType:
+    """The HTTP layer under the SDK, imported with it."""
+    from prhub.llm import llm_http
+
+    return llm_http

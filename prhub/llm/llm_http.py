@@ -17,13 +17,11 @@ from pydantic import Field, StrictInt, StrictStr, TypeAdapter
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from prhub import retry, transport
+from prhub.defaults import CHARS_PER_TOKEN
 from prhub.errors import LLMUnavailable
 
 MAX_BODY = 8 * 2**20  # a reply of a few thousand tokens is tens of kB, reasoning included
 MAX_FILE = 512 * 2**20  # a batch's output file: OpenAI takes input files of up to 200 MB
-# The most characters one token can stand for, generously: a reply of more than max_tokens
-# times this was not held to max_tokens (o200k's tokens average about 4 characters of English).
-CHARS_PER_TOKEN = 16
 _DEADLINE = "prhub.deadline"  # request extension: the transport.Deadline of the whole answer
 _NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 _ADVICE = "check that OPENAI_BASE_URL points at an OpenAI-compatible endpoint"

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 MARGIN = 64  # tokens a budget keeps free for what a stub render cannot foresee (digits, joins)
 ZERO_WIDTH_SPACE = "\u200b"
 _FENCES = re.compile(
-    r"<(/?)(pr_title|pr_body|discussion|diff|notes|file_index|digests|facts)>", re.IGNORECASE
+    r"<(/?)(pr_title|pr_body|discussion|diff|notes|file_index|digests|facts|related|last)>",
+    re.IGNORECASE,
 )
 
 
@@ -135,3 +136,14 @@ def listing(prompt_dir: Path | None = None) -> list[str]:
 def message_tokens(messages: list[dict[str, str]], encoding: str) -> int:
     """Prompt tokens of a chat request, as the budget counts them."""
     return count("\n".join(m["content"] for m in messages), encoding)
+
+
+# Added to the prompt of a fresh retry, so that it is a request of its own (a batch or a
+# prompt cache would answer the same request with the same reply).
+AFRESH = "（请重新作答。）"
+
+
+def afresh(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The request once more, as a new one: the same messages, the last a little longer."""
+    *head, last = messages
+    return [*head, {**last, "content": f"{last['content']}\n\n{AFRESH}"}]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from prhub.fields import bare, echo, nothing
+from prhub.fields import bare, echo, nothing, unwrapped
 
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("prhub")
@@ -171,6 +172,7 @@ def _answered(value: Any, notes: frozenset[str], left: list[str]) -> Any:
     if isinstance(value, dict):
         return {k: _answered(v, notes, left) for k, v in value.items()}
     if isinstance(value, str) and not echo(value, notes):
+        value = unwrapped(value)  # an answer written inside the example's brackets
         head, mark, rest = _CLAUSE.split(value, maxsplit=1)[0], "", ""
         fragments = {f for note in notes for f in re.split(r"[、/]", note) if len(f) >= 3}
         if len(head) < len(value) and bare(head) in notes | fragments:
@@ -193,3 +195,14 @@ def _answered(value: Any, notes: frozenset[str], left: list[str]) -> Any:
 def _hollow(value: dict[str, Any], notes: frozenset[str]) -> bool:
     texts = [v for v in value.values() if not isinstance(v, (dict, list))]
     return bool(texts) and all(isinstance(v, str) and nothing(v, notes) for v in texts)
+
+
+def cached_tokens(usage: Any) -> int:
+    """Prompt tokens the provider served from its prefix cache, as it reports them."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, dict):  # a server the SDK does not know: extra fields stay dicts
+        details = SimpleNamespace(**details)
+    cached = getattr(details, "cached_tokens", None)
+    if cached is None:  # DeepSeek names it otherwise
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
+    return cached if isinstance(cached, int) and cached > 0 else 0

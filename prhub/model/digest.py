@@ -89,7 +89,14 @@ class ChineseTitle(BaseModel):
 
 # Why grounding removed a piece of a digest (prhub.digest.ground).
 DropReason = Literal[
-    "unknown_path", "unknown_identifier", "mentioned_as_changed", "unknown_number", "echoed_prompt"
+    "unknown_path",
+    "unknown_identifier",
+    "mentioned_as_changed",
+    "unknown_number",
+    "echoed_prompt",
+    "unverified_span",  # a shorthand or plain word in code marks: kept, its marks removed
+    "no_previous",  # a follow-up of a last period there is no report of
+    "not_taken_up",  # said to be taken up, citing no PR of the period
 ]
 
 
@@ -111,6 +118,9 @@ class DigestMeta(BaseModel):
     # stored before the list was recorded keep their count alone).
     dropped: list[Drop] = []
     dropped_citations: int = 0
+    # Code spans grounding kept as plain text (it could not verify them, and no claim rests
+    # on them): each recorded, as drops are.
+    unmarked: list[Drop] = []
     # Content checks the published digest still fails after its corrective call (digest.checks).
     failed_checks: list[str] = []
     cache_key: str = ""

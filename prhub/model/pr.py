@@ -79,6 +79,22 @@ class PullRequest(BaseModel):
 View = Literal["full", "excerpt", "listed", "excluded"]
 
 
+Relation = Literal["referenced", "reverted", "same_files"]
+
+
+class Neighbour(BaseModel):
+    """A PR a digest's request names beside its own: one its text references, the one it
+    reverts, or one of the same period that changed the same files."""
+
+    number: int
+    title: str
+    merged_at: datetime | None = None
+    relation: Relation
+    files: list[str] = []  # same_files: the paths both changed
+    digest_title: str = ""  # its stored digest's one-line title, when there is one
+    verdict: str = ""  # and that digest's verdict
+
+
 class FileView(BaseModel):
     """How much of one file the model was shown, and why."""
 

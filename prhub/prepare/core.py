@@ -22,7 +22,7 @@ from prhub.prepare.repeats import merge_repeats, settle
 from prhub.prepare.tokens import count, truncate
 
 # The shape of prepared text: raise it when prompts change for the same PR and settings.
-FORMAT = 3
+FORMAT = 4
 TITLE_BUDGET = 120  # tokens
 BODY_BUDGET = 1000  # tokens, at most: an eighth of a small input budget
 
@@ -32,6 +32,8 @@ def body_budget(settings: Settings) -> int:
     return min(BODY_BUDGET, settings.input_budget // 8)
 
 
+GIST = 150  # tokens of the body a big PR's later chunk calls carry: its opening
+GIST_MARK = "\n\n（PR 描述的其余部分已给第 1 段和最后的汇总，这里从略）"
 TITLE_CUT = " …[title truncated]"
 NO_PATCH = "GitHub sent no patch (too large)"
 # Below these a chunk cannot hold even a per-directory list of a large PR.
@@ -43,6 +45,14 @@ def body_cut(rest: str) -> str:
     """The line that closes a cut body: how much of it the model is not shown."""
     lines = rest.strip("\n").count("\n") + 1
     return f"\n\n（PR 描述过长，已略去后面 {lines} 行，约 {len(rest.strip())} 字）"
+
+
+def gist(body: str, encoding: str, budget: int = GIST) -> str:
+    """The opening of a prepared body, within `budget` tokens, for the chunk calls after the
+    first: the body goes to a big PR's calls once in substance, not whole with every part."""
+    if count(body, encoding) <= budget:
+        return body
+    return _cut(body, budget, encoding, GIST_MARK)
 
 
 def _cut(text: str, budget: int, encoding: str, mark: str | None = None) -> str:
@@ -166,8 +176,7 @@ def prepare(
         return text
 
     title = _cut(clean(pr.title), TITLE_BUDGET, enc, TITLE_CUT)
-    body = strip_template(pr.body or "") if compact else pr.body or ""
-    body = _cut(clean(body), body_budget(settings), enc)
+    body = clean(strip_template(pr.body or "") if compact else pr.body or "")
     # Added lines of files the model is shown: a removed line found there is not new to it.
     # Read before redaction: a line holding a secret then matches nothing, and stays.
     shown = [f.patch for f in pr.files if noise_reason(f, settings.noise_globs) is None]
@@ -193,6 +202,10 @@ def prepare(
         counts.update(found)
         entries, ranked, chunks = packed(fold_removed=True)
     settle(ranked)
+    # The body gets its budget and, in one call, what the diff leaves of its own: a short
+    # diff never costs the author's notes.
+    unused = chunk_budget - count(chunks[0], enc) if len(chunks) == 1 else 0
+    body = _cut(body, body_budget(settings) + max(0, unused), enc)
     seen = [e.lines_seen() for e in entries]
     for e in entries:
         if e.view == "full" and e.hidden:  # a shortened removal is not the file in full

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from prhub import paths
 from prhub.model import PullRequest
 from prhub.tags import parse_title
+from prhub.text import refs
 
 QUOTED = re.compile(r"""\s*revert\s*(["'])""", re.I)  # GitHub's `Revert "title (#N)"`
 REVERT_COMMIT = re.compile(r"^\s*This reverts commit\b(?:\s+([0-9a-f]{7,40})\b)?", re.I | re.M)
-REVERTS_PR = re.compile(r"\breverts?\s+([\w.-]+/[\w.-]+)?#(\d+)\b", re.I)
+REVERTS = re.compile(r"\breverts?\s+$", re.I)  # before the PR it names: `Reverts #12`
+SQUASHED = re.compile(r"\($")  # a squash title's `(#12)`
 # Changed lines at or under each bound, and the size class named for it.
 SIZES = ((10, "微小"), (100, "小"), (500, "中"), (2000, "大"))
 NAMED = 8  # files named per list in the prompt; the rest are counted
@@ -66,14 +68,11 @@ def revert_target(pr: PullRequest, repo: str | None = None) -> tuple[bool, int |
         quoted = pr.title[title.end() :]
         # GitHub may cut a long title, losing the closing quote; then read to the end.
         quoted = quoted[: quoted.rfind(quote)] if quote in quoted else quoted
-        numbers = re.findall(r"\(#(\d+)\)", quoted)
-        reverted = int(numbers[-1]) if numbers else None  # squash titles end with (#N)
+        numbers = [n for n in refs(quoted, after=SQUASHED) if f"(#{n})" in quoted]
+        reverted = numbers[-1] if numbers else None  # squash titles end with (#N)
     if reverted is None:
-        own = (repo or pr.repo).lower()
-        for named_repo, number in REVERTS_PR.findall(f"{pr.title}\n{pr.body}"):  # Revert #12
-            if not named_repo or named_repo.lower() == own:
-                reverted = int(number)
-                break
+        named = refs(f"{pr.title}\n{pr.body}", repo or pr.repo, after=REVERTS)  # Reverts #12
+        reverted = named[0] if named else None
     return True, None if reverted == pr.number else reverted
 
 

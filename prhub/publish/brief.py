@@ -14,7 +14,7 @@ from prhub.publish.parts import CODE_SPAN, Links, linked_pr, links, one_line
 from prhub.publish.render import md
 from prhub.publish.view import period, weekly_title
 from prhub.text import PR_REF, sentences
-from prhub.weekly.prose import author_highlight, fact_risks, lead
+from prhub.weekly.prose import author_highlight, fact_risks, lead, period_word, short_risk
 
 RISKS = 3  # the top risks a post names
 SHORT = 60  # characters of a risk's short form, as a chat shows it on a phone
@@ -40,7 +40,7 @@ def brief_of(report: WeeklyReport, settings: Settings, discussion: str = "") -> 
     """The short form of a week's report."""
     f, n = report.facts, report.narrative
     highlights = [*(n.highlights if n else []), author_highlight(f)]
-    risks = (n.risks if n else []) or fact_risks(f)
+    risks = [short_risk(r) for r in n.risks] if n and n.risks else fact_risks(f)
     first, last = period(report)
     failed = len(report.failed)
     return Brief(
@@ -48,7 +48,9 @@ def brief_of(report: WeeklyReport, settings: Settings, discussion: str = "") -> 
         lead=(n.lead if n else "") or lead(f),
         highlights=tuple(one_line(h) for h in highlights if h),
         risks=tuple(short(r) for r in risks[:RISKS]),
-        missing=f"本周 {f.pr_count} 个 PR 中有 {failed} 个未能生成导读。" if failed else "",
+        missing=f"{period_word(f)} {f.pr_count} 个 PR 中有 {failed} 个未能生成导读。"
+        if failed
+        else "",
         figures=f"{f.repo} · {first} 至 {last} · 来源 PR {f.pr_count} · 重点 PR {len(f.key_prs)}",
         report=report_url(report, settings),
         discussion=discussion,
@@ -57,7 +59,8 @@ def brief_of(report: WeeklyReport, settings: Settings, discussion: str = "") -> 
 
 
 def short(text: str) -> str:
-    """A risk in short: its first sentence, cut at SHORT characters."""
+    """A risk in short: its first sentence, cut at SHORT characters (a headline the model
+    kept short enough is whole)."""
     text = one_line(text)
     first = next(iter(sentences(text)), text).strip()
     return first if len(first) <= SHORT else first[: SHORT - 1].rstrip() + "…"

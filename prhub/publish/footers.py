@@ -9,7 +9,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from prhub.digest.checks import LABELS
-from prhub.model import PRDigest, WeeklyReport
+from prhub.model import Drop, PRDigest, WeeklyReport
 from prhub.publish.parts import Flag, Part, Words
 
 # Why grounding dropped something, as the footer says it, in the order it lists them.
@@ -19,6 +19,8 @@ DROP_REASONS = {
     "mentioned_as_changed": "把仅被提及的文件说成改动",
     "unknown_number": "输入中没有的编号",
     "echoed_prompt": "照抄提示词",
+    "no_previous": "没有上期报告的跟进",
+    "not_taken_up": "未引用本期 PR 的跟进",
 }
 
 
@@ -48,6 +50,8 @@ def digest_footer(d: PRDigest) -> str:
         parts.append(f"脱敏 {sum(meta.redactions.values())} 处")
     if meta.dropped_citations:
         parts.append(f"删去无据引用 {meta.dropped_citations} 处" + dropped_why(d))
+    if meta.unmarked:
+        parts.append(f"去掉无法核实的代码标记 {len(meta.unmarked)} 处")
     if meta.failed_checks:
         parts.append(f"未通过检查：{failed_checks(d)}")
     return " · ".join(parts)
@@ -80,7 +84,11 @@ def flag(checks: dict[int, list[str]]) -> tuple[Part, ...]:
 
 def dropped_why(d: PRDigest) -> str:
     """What grounding dropped from a digest, by reason; nothing for one stored without it."""
-    reasons = Counter[str](drop.reason for drop in d.meta.dropped)
+    return _why(d.meta.dropped)
+
+
+def _why(dropped: Iterable[Drop]) -> str:
+    reasons = Counter[str](drop.reason for drop in dropped)
     why = "、".join(f"{label} {reasons[r]}" for r, label in DROP_REASONS.items() if reasons[r])
     return f"（{why}）" if why else ""
 
@@ -99,5 +107,5 @@ def weekly_footer(r: WeeklyReport) -> str:
         f"输入 {meta.usage.tokens_in:,} / 输出 {meta.usage.tokens_out:,} tokens",
     ]
     if meta.dropped_citations:
-        parts.append(f"删去无据引用 {meta.dropped_citations} 处")
+        parts.append(f"删去无据引用 {meta.dropped_citations} 处" + _why(meta.dropped))
     return " · ".join(parts)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prhub.errors import PdfUnavailable
+from prhub.publish.fonts import require_cjk
 
 if TYPE_CHECKING:
     from pypdf import PdfWriter
@@ -89,8 +90,10 @@ def chromium(env: Mapping[str, str] | None = None) -> str:
 
 
 def pdf(html: str, timeout: float = TIMEOUT) -> bytes:
-    """`html` (a report's page) as a PDF: what a browser shows, with every fold open."""
+    """`html` (a report's page) as a PDF: what a browser shows, with every fold open; never
+    one whose Chinese would print as boxes (NoCJKFont)."""
     program = chromium()
+    require_cjk(html)
     sweep()
     with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-") as tmp:
         page, out = Path(tmp, "page.html"), Path(tmp, "page.pdf")

@@ -121,7 +121,7 @@ def week_entry(r: WeeklyReport, url: str) -> dict[str, Any]:
             n.summary,
             *n.highlights,
             *n.key_changes,
-            *n.risks,
+            *(risk.text for risk in n.risks),
             *n.follow_ups,
             *(f"{t.theme} {t.judgement}" for t in n.trends),
             *(f"{k.topic} {k.note}" for k in n.key_prs),

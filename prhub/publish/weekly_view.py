@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from prhub.model import Trend, WeeklyReport
+from prhub.model import Followed, Trend, WeeklyReport
 from prhub.publish.footers import flag
 from prhub.publish.parts import (
-    CODE_SPAN,
     Block,
     Code,
     DigestLink,
@@ -28,14 +26,22 @@ from prhub.publish.parts import (
     filled,
     joined,
     lined,
-    one_line,
     refs,
     titled,
 )
 from prhub.publish.rows import KeyRow, key_rows
 from prhub.tags import tag_name
-from prhub.text import cited
-from prhub.weekly.prose import author_highlight, author_line, fact_headlines, figures, risks
+from prhub.weekly.ground import emptied, hollow
+from prhub.weekly.prose import (
+    author_highlight,
+    author_line,
+    fact_headlines,
+    figures,
+    last_word,
+    period_word,
+    risks,
+    short_risk,
+)
 
 
 def notice(r: WeeklyReport) -> str:
@@ -52,9 +58,15 @@ def notice(r: WeeklyReport) -> str:
         )
     if unchecked:
         said.append(f"{len(unchecked)} 篇导读未通过检查（{_listed(unchecked)}），已在表中标出")
-    if not said:
-        return ""
-    return f"⚠ 本报告的 {len(have) + len(missing)} 个 PR 中，{'；'.join(said)}。"
+    told = f"⚠ 本报告的 {len(have) + len(missing)} 个 PR 中，{'；'.join(said)}。" if said else ""
+    if r.narrative is not None and hollow(r.narrative) and r.meta.dropped_citations:
+        lost = (
+            f"⚠ 模型为{period_word(r.facts)}写的亮点、风险、摘要等行文都无法与数据核实，"
+            f"已全部删去（{r.meta.dropped_citations} 处），"
+            "以下只有程序算出的数据和各 PR 的导读。"
+        )
+        told = f"{told} {lost}" if told else lost
+    return told
 
 
 def _listed(numbers: list[int], most: int = 10) -> str:
@@ -63,68 +75,90 @@ def _listed(numbers: list[int], most: int = 10) -> str:
 
 
 FACT_RISKS = "由数据标出的风险"
-# Where a risk's first clause ends; a head before a colon ("回滚风险：…") names the risk whole.
-_CLAUSE = re.compile(r"[，,；;。！？!?]")
-_HEAD = re.compile(r"[：:]")
-# What a cut never splits: code, a PR number, a word or path in Latin letters.
-_WHOLE = re.compile(rf"{CODE_SPAN.pattern}|[A-Za-z0-9_./#-]+")
-SHORT = 48  # characters a short risk keeps at most, before the PRs it cites
 
 
-def headline(risk: str) -> str:
-    """A risk on one short line: the head before its colon, else its first clause, cut near
-    SHORT characters; the PRs it cites follow when the short form left them out."""
-    text = one_line(risk)
-    masked = CODE_SPAN.sub(lambda m: "`" * len(m.group(0)), text)  # no boundary inside code
-    head = _HEAD.search(masked)
-    if head and 4 <= head.start() <= SHORT:
-        short = text[: head.start()]
-    else:
-        end = next((m.start() for m in _CLAUSE.finditer(masked) if m.start() >= 8), len(text))
-        short = text[:end] if end <= SHORT else _cut(text)
-    left = [n for n in cited(text) if f"#{n}" not in short]
-    also = "（" + "、".join(f"#{n}" for n in left) + "）" if left else ""
-    return short.rstrip() + also + ("" if short.endswith("…") and not also else "。")
+def emptied_note(count: int, instead: str = "") -> str:
+    """Where a section grounding emptied stands: what it held, why it went, and what shows
+    in its place (`instead`), if anything."""
+    return f"（本节原有 {count} 条内容，因无法与输入的数据核实已全部删去{instead}。）"
 
 
-def _cut(text: str) -> str:
-    """The text cut at SHORT characters with an ellipsis, never inside code, a number or a word."""
-    cut = SHORT
-    for m in _WHOLE.finditer(text):
-        if m.start() < cut < m.end():
-            cut = m.start() if m.start() > SHORT // 2 else m.end()
-            break
-    return text[:cut].rstrip(" 、，,") + "…"
+# What a section shows when grounding emptied the model's part of it.
+INSTEAD = {"key_prs": "；表中的关键观察取自各 PR 导读", "risks": "；所列为数据标出的风险"}
 
 
 def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
-    """The sections around the model's prose; one with nothing to show is left out."""
+    """The sections around the model's prose; one with nothing to show is left out, but for
+    one grounding emptied, which says so where it stands."""
     f, n = r.facts, r.narrative
     if n is None:
         return []
+    word = period_word(f)
+    lost = {
+        name: sum(d.field == name for d in r.meta.dropped) for name in emptied(n, r.meta.dropped)
+    }
+
+    def note(name: str, shows: bool = False) -> str:
+        """The section's note when grounding emptied it; `shows` when something stands in."""
+        if name not in lost:
+            return ""
+        return emptied_note(lost[name], INSTEAD.get(name, "") if shows else "")
+
     standout = [filled(lambda e: author_highlight(f, e))] if author_highlight(f) else []
     highlights: tuple[Text, ...] = (*n.highlights, *standout)
+    texts = [x.text for x in n.risks]
     # The model's risks, else the facts' in short; the full report adds the ones it leaves.
     flagged = () if n.risks else tuple(fact_headlines(f))
-    added = tuple(risks(n.risks, f)[len(n.risks) :])
-    full_risks = Items(tuple(n.risks), long=added, label=FACT_RISKS)
-    full: list[tuple[str, Block | None]] = [
-        ("执行摘要", Para(Line((*filled(lambda e: figures(f, e)).parts, n.summary)))),
-        ("本周重点变化", Items(tuple(n.key_changes)) if n.key_changes else None),
-        ("模块与主题趋势", _trends(n.trends, urls) if n.trends else None),
-        ("风险观察", full_risks if n.risks or added else None),
-        ("重点 PR 速览", _key_table(r, urls, to)),
-        ("后续建议", Items(tuple(n.follow_ups), numbered=True) if n.follow_ups else None),
+    added = tuple(risks(texts, f)[len(texts) :])
+    full_risks = Items(tuple(texts), long=added, label=FACT_RISKS)
+    summary = Para(Line((*filled(lambda e: figures(f, e)).parts, n.summary)))
+    full: list[tuple[str, str, Block | None]] = [
+        ("summary", "执行摘要", summary),
+        ("key_changes", f"{word}重点变化", Items(tuple(n.key_changes)) if n.key_changes else None),
+        ("trends", "模块与主题趋势", _trends(n.trends, urls) if n.trends else None),
+        ("risks", "风险观察", full_risks if n.risks or added else None),
+        ("key_prs", "重点 PR 速览", _key_table(r, urls, to)),
+        (
+            "follow_ups",
+            "后续建议",
+            Items(tuple(n.follow_ups), numbered=True) if n.follow_ups else None,
+        ),
+        (
+            "carried_over",
+            f"{last_word(f)}跟进",
+            _carried(n.carried_over, urls) if n.carried_over else None,
+        ),
     ]
-    shown = [(title, block) for title, block in full if block is not None]
+    shown = [(name, title, block) for name, title, block in full if block is not None or note(name)]
     sections = []
-    if highlights:
-        sections.append(Section(Words("本周亮点"), (Items(highlights),), callout="highlights"))
-    if n.risks or flagged:
-        top = Items(tuple(map(headline, n.risks)), long=flagged, label=FACT_RISKS)
-        sections.append(Section(Words("风险观察"), (top,), callout="risks"))
-    numbered = [Section(Words(f"{i}. {t}"), (b,), level=3) for i, (t, b) in enumerate(shown, 1)]
+    if highlights or note("highlights"):
+        top = (Items(highlights),) if highlights else ()
+        sections.append(
+            Section(Words(f"{word}亮点"), top, callout="highlights", empty=note("highlights"))
+        )
+    if n.risks or flagged or note("risks"):
+        short = Items(tuple(map(short_risk, n.risks)), long=flagged, label=FACT_RISKS)
+        told = note("risks", bool(flagged))
+        sections.append(Section(Words("风险观察"), (short,), callout="risks", empty=told))
+    numbered = [
+        Section(
+            Words(f"{i}. {title}"),
+            (block,) if block else (),
+            level=3,
+            empty=note(name, block is not None),
+        )
+        for i, (name, title, block) in enumerate(shown, 1)
+    ]
     return [*sections, Section(Words("完整周报"), sections=tuple(numbered))]
+
+
+FOLLOWED = ("上周事项", "状态", "跟进 PR", "说明")
+
+
+def _carried(items: list[Followed], urls: Links) -> Table:
+    """The last period's follow-ups and risks, each with what this period did of it."""
+    rows = tuple(Row((x.item, Words(x.status), refs(urls, x.prs), x.note)) for x in items)
+    return Table(FOLLOWED, rows, ("", "", "pr", ""))
 
 
 def _trends(trends: list[Trend], urls: Links) -> Table:
@@ -174,8 +208,8 @@ def _rows(cells: Iterable[tuple[Text, ...]]) -> tuple[Row, ...]:
 def data_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]:
     """The week's figures, every PR, and the PRs whose digest failed."""
     f = r.facts
-    counts = _rows((tag, Words(str(count))) for tag, count in f.tags.items())
-    blocks: list[Block] = [Table(("标签", "PR 数"), counts, ("", "num"), compact=True)]
+    word = period_word(f)
+    blocks: list[Block] = [_tag_table(r)]
     if f.hot_files:
         hot = _rows((Code(h.path), refs(urls, h.prs)) for h in f.hot_files)
         blocks.append(Table(("热点文件", "PR"), hot, ("", ""), compact=True))
@@ -202,7 +236,7 @@ def data_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]
     )
     every = Table(("PR", "导读标题", "标签", "阅读建议", "重要性"), prs, ("pr", "", "", "", "num"))
     sections = [
-        Section(Words("本周数据"), tuple(blocks)),
+        Section(Words(f"{word}数据"), tuple(blocks)),
         Section(Words("全部 PR"), (TagFilter(tuple(f.tags.items()), len(r.digests)), every)),
     ]
     if r.failed:
@@ -217,3 +251,28 @@ def data_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Section]
         )
         sections.append(Section(Words("未能生成导读的 PR"), (Para(said),)))
     return sections
+
+
+def _tag_table(r: WeeklyReport) -> Table:
+    """Each tag's PRs, and with a last period stored, its PRs then (a tag gone since, at 0)."""
+    f = r.facts
+    if f.last is None:
+        counts = _rows((tag, Words(str(count))) for tag, count in f.tags.items())
+        return Table(("标签", "PR 数"), counts, ("", "num"), compact=True)
+    before = f.last.tags
+    gone = [tag for tag in before if tag not in f.tags]
+    rows = _rows(
+        (
+            tag,
+            Words(str(f.tags.get(tag, 0))),
+            Words(str(before.get(tag, 0))),
+            Words(_change(f.tags.get(tag, 0) - before.get(tag, 0))),
+        )
+        for tag in [*f.tags, *gone]
+    )
+    head = ("标签", "PR 数", f"{last_word(f)}", "变化")
+    return Table(head, rows, ("", "num", "num", "num"), compact=True)
+
+
+def _change(delta: int) -> str:
+    return f"+{delta}" if delta > 0 else str(delta) if delta else "—"

@@ -9,24 +9,28 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prhub import retry
 from prhub.config import Settings, default_store
-from prhub.errors import BatchPending, EmptySite, Interrupted, PrhubError
+from prhub.errors import BatchPending, EmptySite, Interrupted, PartialFailure, PrhubError
 from prhub.github.source import GitHubSource
 from prhub.llm import prompt
-from prhub.llm.batch import Waiting
 from prhub.model import DryRun, PRDigest, RunStats, WeeklyReport
 from prhub.publish import notify, output
 from prhub.publish.formats import Format
 from prhub.publish.post import post_week
 from prhub.publish.site import SiteResult
 from prhub.publish.site import build as build_site
-from prhub.run import ci, dryrun, figures, restore, week
+from prhub.run import ci, dryrun, figures, published, restore, week
+from prhub.run import forget as forgetting
 from prhub.run.run import Progress, Run, window
 from prhub.store import modes
 from prhub.store.store import Store
+from prhub.weekly.ground import hollow
+
+if TYPE_CHECKING:  # batch mode's client is loaded only by a run in batch mode
+    from prhub.llm.batch import Waiting
 
 Publish = Callable[[WeeklyReport], "tuple[Path | None, bool] | None"]
 
@@ -151,7 +155,7 @@ def summarize(
     with Clients() as clients, _Running(outcome, clients, shared=False) as running:
         with running.start("summarize", progress) as run:
             result = week.summarize(run, number)
-        if isinstance(result, Waiting):
+        if not isinstance(result, PRDigest):
             _waits(outcome, result)
         else:
             outcome.digest = result
@@ -211,7 +215,7 @@ def _week(
         w = window(settings, **when)
         with running.start(command, progress) as run:
             result = week.weekly(run, w, narrate_week=command == "weekly")
-        if isinstance(result, Waiting):  # no week is published without all its digests
+        if not isinstance(result, WeeklyReport):  # no week is published without its digests
             _waits(outcome, result)
             outcome.finished = True
             return outcome
@@ -230,6 +234,8 @@ def _week(
             if posted.failed:  # `prhub runs` says the run's week was not posted
                 errors = [str(e) for e in posted.failed]
                 clients.store(s).run_failed(run.run_id, errors, "post")
+        if (lost := hollowed(result)) is not None:  # the report says so, and so does the run
+            outcome.problems.append(lost)
         if result.failed:  # said last, and its code is the exit code: the report lacks PRs
             outcome.problems.append(output.partly(result))
     return outcome
@@ -241,6 +247,19 @@ def check_posts(settings: Settings) -> Settings:
     if settings.notify is not None:
         notify.kind(settings.notify.get_secret_value(), settings.notify_format)
     return settings
+
+
+def hollowed(report: WeeklyReport) -> PartialFailure | None:
+    """The error (exit 12) of a report whose narrative grounding emptied: it is published
+    with the facts and digests alone, and says so; never as if whole."""
+    n, dropped = report.narrative, report.meta.dropped_citations
+    if n is None or not dropped or not hollow(n):
+        return None
+    return PartialFailure(
+        f"grounding removed all of the weekly narrative ({dropped} items its input does not "
+        "back); the report shows the facts and digests alone and says so; --verbose logs "
+        "each drop, rerun with --refresh to write it again"
+    )
 
 
 def _waits(outcome: Outcome, result: Waiting) -> None:
@@ -299,6 +318,17 @@ def import_(settings: Settings, folder: Path) -> restore.Restored:
     return restore.import_dir(folder, settings)
 
 
+def restore_site(settings: Settings, url: str) -> published.Restored:
+    """Rebuilds the store from the site published at `url`, by its manifest."""
+    return published.restore_site(url, settings)
+
+
+def forget(settings: Settings, **target: Any) -> str:
+    """Takes a window's report, a PR's digests or a repository out of the store, or prunes
+    the fetched data of published PRs (run.forget); its line."""
+    return forgetting.forget(settings, **target)
+
+
 def runs(settings: Settings, limit: int) -> list[dict[str, Any]]:
     """The store's past runs, newest first."""
     return modes.runs(settings, limit)
@@ -320,7 +350,18 @@ def prompts(folder: Path | None) -> list[str]:
     return prompt.listing(folder)
 
 
-def init_ci(path: Path, *, install: str | None, force: bool, pages: bool) -> tuple[Path, str]:
+def init_ci(
+    path: Path,
+    *,
+    action: str | None = None,
+    install: str | None = None,
+    force: bool = False,
+    pages: bool = False,
+    all_repos: bool = False,
+) -> tuple[Path, str]:
     """Writes the weekly workflow into the checkout at `path`; where, and the next steps."""
-    written = ci.init_ci(path, install=install, force=force, pages=pages)
-    return written, ci.next_steps(written, install, pages=pages)
+    written = ci.init_ci(
+        path, action=action, install=install, force=force, pages=pages, all_repos=all_repos
+    )
+    steps = ci.next_steps(written, action=action, install=install, pages=pages, all_repos=all_repos)
+    return written, steps

@@ -14,6 +14,7 @@ from prhub.model import (
     ChineseTitle,
     ChunkNotes,
     DigestContent,
+    Neighbour,
     PRDigest,
     PullRequest,
     WeeklyFacts,
@@ -22,8 +23,13 @@ from prhub.model import (
 from prhub.prepare import input_key
 
 
-def digest_key(pr: PullRequest, settings: Settings) -> str:
-    """Names every input that changes a digest: PR content, prompts, model, prepare settings."""
+def digest_key(pr: PullRequest, settings: Settings, neighbours: Sequence[Neighbour] = ()) -> str:
+    """Names every input that changes a digest: PR content, the PRs it references or reverts
+    (each as the request names it), prompts, model, prepare settings.
+
+    The PRs of its week that changed the same files are context a run gives when it knows the
+    week (a weekly run always, summarize from the store), not a name of the digest: summarize
+    and weekly share one digest of a PR, whichever made it."""
     tasks = ("digest", "digest_notes", "digest_title")
     prompts = [load_prompt(t, prompt_dir=settings.prompt_dir) for t in tasks]
     return _hash(
@@ -37,6 +43,10 @@ def digest_key(pr: PullRequest, settings: Settings) -> str:
         json.dumps(pr.labels, ensure_ascii=False),
         json.dumps([r.model_dump() for r in pr.reviews], ensure_ascii=False),
         json.dumps([c.model_dump(mode="json") for c in pr.discussion], ensure_ascii=False),
+        json.dumps(
+            [n.model_dump(mode="json") for n in neighbours if n.relation != "same_files"],
+            ensure_ascii=False,
+        ),
         *(f"{p.id}:{p.fingerprint}" for p in prompts),
         _schema(DigestContent, ChunkNotes, ChineseTitle),
         settings.model,

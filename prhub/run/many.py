@@ -50,7 +50,9 @@ class Silent:
 
 @dataclass
 class AllOutcome:
-    """How `weekly --all` ended: each repository's outcome, and the week's index."""
+    """How `weekly --all` ended: each repository's outcome, and the week's index. An outcome
+    is kept without its report once shown (the report is in its file and the store), so a
+    run's memory does not grow with the repositories it has done."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     index: Path | None = None
@@ -88,6 +90,7 @@ def weekly_all(
     show = show or Silent()
     repos = repo_settings(base, load)
     done = AllOutcome(dry_run=dry_run)
+    entries: list[Entry] = []
     with Clients() as clients:
         for i, s in enumerate(repos, 1):
             progress = show.started(s, i, len(repos))
@@ -103,8 +106,10 @@ def weekly_all(
                 kept = getattr(one.error, "kept", "")
                 one.error.kept = f"{complete} of {ran} complete" + (f"; {kept}" if kept else "")
                 raise one.error
+            if not dry_run:
+                entries.append(_entry(s, when, one, clients, fmt))
+            one.report, one.plan = None, None
         if not dry_run:
-            entries = _entries(repos, when, done.outcomes, clients, fmt)
             w = window(base, **when)
             done.index, done.changed = output.publish_index(entries, w, base.tz)
     done.seconds = time.monotonic() - started
@@ -112,28 +117,23 @@ def weekly_all(
     return done
 
 
-def _entries(
-    repos: list[Settings],
-    when: Mapping[str, Any],
-    outcomes: list[Outcome],
-    clients: Clients,
-    fmt: Format,
-) -> list[Entry]:
-    """The index's rows: a repository that failed this time shows the report an earlier run
-    made of the same window, when its file is there."""
-    entries = []
-    for s, o in zip(repos, outcomes, strict=True):
-        report, written = o.report, o.written
-        if report is None:
-            w = window(s, **when)
-            with suppress(PrhubError):
-                report = clients.store(o.settings).report(o.repo, w.start, w.end)
-            written = output.report_path(report, fmt) if report else None
-            if written is None or not written.is_file():
-                report = written = None
-        file = written.relative_to(output.REPORTS) if written else None
-        entries.append(Entry(o.repo, o.exit_code, report, file))
-    return entries
+def _entry(
+    s: Settings, when: Mapping[str, Any], o: Outcome, clients: Clients, fmt: Format
+) -> Entry:
+    """The index's row of one repository: when it failed this time, the report an earlier run
+    made of the same window, if its file is there; its report kept without what the index
+    does not show."""
+    report, written = o.report, o.written
+    if report is None:
+        w = window(s, **when)
+        with suppress(PrhubError):
+            report = clients.store(o.settings).report(o.repo, w.start, w.end)
+        written = output.report_path(report, fmt) if report else None
+        if written is None or not written.is_file():
+            report = written = None
+    file = written.relative_to(output.REPORTS) if written else None
+    slim = report.model_copy(update={"digests": [], "narrative": None}) if report else None
+    return Entry(o.repo, o.exit_code, slim, file)
 
 
 def exit_code(outcomes: list[Outcome]) -> int:

@@ -22,8 +22,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from prhub.config import REPO_SHAPE, Settings, named_zone
+from prhub.defaults import CHARS_PER_TOKEN
 from prhub.errors import ConfigError, ImportRefused
-from prhub.llm.llm_http import CHARS_PER_TOKEN
 from prhub.model import PRDigest, Usage, WeeklyReport
 from prhub.names import web_host
 from prhub.prepare.redact import scrub_reply
@@ -299,7 +299,9 @@ def _narrative(report: WeeklyReport) -> StoredNarrative | None:
     made, m = report.meta.generated_at, report.meta
     if report.narrative is None or made is None:
         return None
-    return StoredNarrative(report.narrative, m.dropped_citations, _spent(report), made)
+    return StoredNarrative(
+        report.narrative, m.dropped_citations, _spent(report), made, tuple(m.dropped)
+    )
 
 
 def _key(report: WeeklyReport, settings: Settings) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing, suppress
 from types import TracebackType
 from typing import Any, TypeVar
@@ -24,13 +24,11 @@ from prhub.errors import (
 from prhub.github.ratelimit import Validators
 from prhub.github.source import GitHubSource
 from prhub.github.source_payload import same_time, version
-from prhub.llm.batch import Batched
 from prhub.llm.llm import LLM
-from prhub.model import FailedPR, PRDigest, PullRequest, RunStats, Usage
+from prhub.model import FailedPR, Neighbour, PRDigest, PullRequest, RunStats, Usage
 from prhub.paths import with_attributes
 from prhub.prepare import tokens
 from prhub.prepare.redact import scrub
-from prhub.run import book
 from prhub.run.fanout import each
 from prhub.run.keys import digest_key
 from prhub.store.db import holder_id
@@ -87,6 +85,7 @@ class Run:
         self._attributes_lock = threading.Lock()
         self._repo_lock = threading.Lock()
         self._named = False  # whether settings.repo is GitHub's spelling yet
+        self._warmed = False  # whether the tokenizer is loading: only once a PR is new
 
     @property
     def run_id(self) -> int:
@@ -95,7 +94,6 @@ class Run:
 
     def __enter__(self) -> Run:
         self.settings.require_repo()  # before a missing key: the first thing a user must give
-        tokens.warm(self.settings.encoding)
         source, llm, store = self._clients
         with ExitStack() as opening:
             if store is None:
@@ -143,8 +141,11 @@ class Run:
             # What this run paid for, whether it finished or not, rejected replies included.
             spent = self.llm.spent
             stats.usage = spent - self._spent
-            if isinstance(self.llm, Batched):
-                stats.batch_usage = self.llm.batch_spent
+            if self.settings.batch:
+                from prhub.llm.batch import Batched
+
+                if isinstance(self.llm, Batched):
+                    stats.batch_usage = self.llm.batch_spent
             if self.llm.mode != self._started_mode:
                 with suppress(StoreError):
                     self.store.save_endpoint_mode(
@@ -182,15 +183,23 @@ class Run:
         with self._llm_lock:
             if self.llm is None:
                 mode = self._mode(self.store)
-                made = (
-                    book.client(self.settings, self.store, self.stop, mode)
-                    if self.settings.batch
-                    else LLM(self.settings, stop=self.stop, mode=mode)
-                )
+                if self.settings.batch:  # batch mode's client, loaded by a batch run only
+                    from prhub.run import book
+
+                    made: LLM = book.client(self.settings, self.store, self.stop, mode)
+                else:
+                    made = LLM(self.settings, stop=self.stop, mode=mode)
                 self.llm = self._owned.enter_context(closing(made))
                 self.llm.answered = lambda calls: self.progress("calls", calls, 0)
                 self._spent, self._started_mode = Usage(), self.llm.mode
             return self.llm
+
+    def warm(self) -> None:
+        """Loads the tokenizer on a thread of its own once the run has work for it: a run the
+        store answers whole never loads it."""
+        if not self._warmed:
+            self._warmed = True
+            tokens.warm(self.settings.encoding)
 
     def merged_pr(self, number: int) -> PullRequest:
         """The PR, refusing one that is not merged unless --allow-unmerged."""
@@ -223,6 +232,7 @@ class Run:
             if validators != since:  # so the next run's request is a free 304
                 self.store.save_validators(repo, number, *validators)
             return with_attributes(stored.pr, self.attributes())
+        self.warm()  # a changed PR is digested next: its tokenizer loads while it is fetched
         pr = scrub(self.source.pull(repo, number, payload))
         self.store.save_pull(pr, payload.get("updated_at") or "", *validators)
         self._tally["fetched"] += 1
@@ -248,18 +258,24 @@ class Run:
                     log.warning("prhub: .gitattributes of %s not read (%s)", repo, exc)
             return self._attributes
 
-    def cached_digest(self, pr: PullRequest) -> tuple[PRDigest, bool]:
-        """The stored digest for exactly these inputs (and True), else a new one, stored.
+    def cached_digest(
+        self, pr: PullRequest, neighbours: Sequence[Neighbour] = ()
+    ) -> tuple[PRDigest, bool]:
+        """The stored digest for exactly these inputs (and True), else a new one, stored;
+        `neighbours` are the related PRs its request names.
 
         While another run on the same store makes the same digest, this one waits for it.
         """
-        key = digest_key(pr, self.settings)
+        key = digest_key(pr, self.settings, neighbours)
         if not self.settings.refresh and (found := self.store.digest(key)):
             self._tally["reused"] += 1
             return found, True
 
         def make() -> PRDigest:
-            made = digest.digest_pr(pr, self.settings, self.llm_client(), key, memo=self.store)
+            self.warm()
+            made = digest.digest_pr(
+                pr, self.settings, self.llm_client(), key, memo=self.store, neighbours=neighbours
+            )
             self.store.save_digest(made)
             return made
 

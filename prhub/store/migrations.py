@@ -157,4 +157,9 @@ MIGRATIONS = [
         started_at REAL NOT NULL
     );
     """,
+    # What grounding removed from a narrative, each with its field and reason (JSON), so a
+    # report rendered again from the store says what its sections lost.
+    """
+    ALTER TABLE narratives ADD COLUMN drops TEXT NOT NULL DEFAULT '[]';
+    """,
 ]

@@ -9,13 +9,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from prhub.config import default_store
 from prhub.errors import StoreError
-from prhub.model import ChunkNotes, PRDigest, PullRequest, Usage, WeeklyNarrative, WeeklyReport
+from prhub.model import (
+    ChunkNotes,
+    Drop,
+    PRDigest,
+    PullRequest,
+    Usage,
+    WeeklyNarrative,
+    WeeklyReport,
+)
 from prhub.store.db import load, now, open_db
 from prhub.store.records import Records
 
@@ -34,6 +42,18 @@ class StoredNarrative(NamedTuple):
     dropped: int
     usage: Usage
     created_at: datetime
+    drops: tuple[Drop, ...] = ()  # what grounding dropped, when it was recorded
+
+
+DROPS = TypeAdapter(list[Drop])
+
+
+def _drops(text: str | None) -> tuple[Drop, ...]:
+    """The drops stored with a narrative; none for one stored before they were."""
+    try:
+        return tuple(DROPS.validate_json(text or "[]"))
+    except ValueError:
+        return ()
 
 
 class StoredPull(NamedTuple):
@@ -143,16 +163,7 @@ class Store(Records):
 
     def save_digest(self, digest: PRDigest) -> None:
         with self._tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO digests VALUES (?, ?, ?, ?, ?)",
-                (
-                    digest.meta.cache_key,
-                    digest.repo,
-                    digest.number,
-                    digest.model_dump_json(),
-                    now(),
-                ),
-            )
+            _write_digest(db, digest)
 
     def chunk_notes(self, key: str) -> tuple[ChunkNotes, Usage] | None:
         """A chunk's notes made before from the same request, with what they cost."""
@@ -172,34 +183,44 @@ class Store(Records):
         """A week's narrative made before from the same inputs, with what it cost and when."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT data, dropped, usage, created_at FROM narratives WHERE key = ?", (key,)
+                "SELECT data, dropped, usage, created_at, drops FROM narratives WHERE key = ?",
+                (key,),
             ).fetchone()
         narrative = load(WeeklyNarrative, row[0]) if row else None
         if narrative is None or row is None:
             return None
         usage = load(Usage, row[2]) or Usage()
-        return StoredNarrative(narrative, row[1], usage, datetime.fromisoformat(row[3]))
+        when = datetime.fromisoformat(row[3])
+        return StoredNarrative(narrative, row[1], usage, when, _drops(row[4]))
 
     def save_narrative(
-        self, key: str, narrative: WeeklyNarrative, dropped: int, usage: Usage | None = None
+        self,
+        key: str,
+        narrative: WeeklyNarrative,
+        dropped: int | list[Drop],
+        usage: Usage | None = None,
     ) -> StoredNarrative:
-        """Stores a narrative and returns it as stored.
+        """Stores a narrative with what grounding dropped from it (the drops, or their count)
+        and returns it as stored.
 
         The same text made again keeps its first record, time and cost included, so a report
         made from it stays the same.
         """
+        drops = dropped if isinstance(dropped, list) else []
         with self._tx() as db:
             db.execute(
-                "INSERT INTO narratives (key, data, dropped, created_at, usage) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET data = excluded.data, "
-                "dropped = excluded.dropped, created_at = excluded.created_at, "
-                "usage = excluded.usage WHERE narratives.data != excluded.data",
+                "INSERT INTO narratives (key, data, dropped, created_at, usage, drops) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                "data = excluded.data, dropped = excluded.dropped, "
+                "created_at = excluded.created_at, usage = excluded.usage, "
+                "drops = excluded.drops WHERE narratives.data != excluded.data",
                 (
                     key,
                     narrative.model_dump_json(),
-                    dropped,
+                    len(drops) if isinstance(dropped, list) else dropped,
                     now(),
                     (usage or Usage()).model_dump_json(),
+                    DROPS.dump_json(drops).decode(),
                 ),
             )
         stored = self.narrative(key)
@@ -274,34 +295,35 @@ class Store(Records):
     def digest_rows(self, repo: str) -> Iterator[tuple[str, str]]:
         """The repository's stored digests as stored, (key, JSON), by PR number: read a page
         at a time along the index, so one who reads them all never holds them all."""
-        last = (0, 0)
-        while True:
-            with self._tx() as db:
-                rows = db.execute(
-                    "SELECT number, rowid, key, data FROM digests WHERE repo = ? AND "
-                    "(number, rowid) > (?, ?) ORDER BY number, rowid LIMIT ?",
-                    (repo, *last, PAGE),
-                ).fetchall()
-            yield from ((key, data) for _, _, key, data in rows)
-            if len(rows) < PAGE:
-                return
-            last = rows[-1][:2]
+        sql = "SELECT number, rowid, key, data FROM digests WHERE repo = ? AND (number, rowid) "
+        sql += "> (?, ?) ORDER BY number, rowid LIMIT ?"
+        return ((key, data) for _, _, key, data in self._paged(sql, repo, (0, 0), PAGE))
 
     def report_rows(self, repo: str) -> Iterator[tuple[str, str, str]]:
         """The repository's stored reports as stored, (start, end, JSON), a few at a time (a
         week of a thousand PRs is a few MB)."""
-        last, page = ("", ""), 4
+        sql = 'SELECT start, "end", data FROM reports WHERE repo = ? AND (start, "end") > (?, ?) '
+        return self._paged(sql + 'ORDER BY start, "end" LIMIT ?', repo, ("", ""), 4)
+
+    def _paged(self, sql: str, repo: str, last: tuple[Any, Any], page: int) -> Iterator[Any]:
+        """The rows `sql` selects, `page` at a time, each page after the last one's first two
+        columns."""
         while True:
             with self._tx() as db:
-                rows = db.execute(
-                    'SELECT start, "end", data FROM reports WHERE repo = ? AND (start, "end") > '
-                    '(?, ?) ORDER BY start, "end" LIMIT ?',
-                    (repo, *last, page),
-                ).fetchall()
+                rows = db.execute(sql, (repo, *last, page)).fetchall()
             yield from rows
             if len(rows) < page:
                 return
             last = rows[-1][:2]
+
+    def latest_digest(self, repo: str, number: int) -> PRDigest | None:
+        """The PR's digest made last, whatever made it; None when it has none."""
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT data FROM digests WHERE repo = ? AND number = ?", (repo, number)
+            ).fetchall()
+        found = [d for d in (load(PRDigest, row[0]) for row in rows) if d is not None]
+        return max(found, key=lambda d: d.meta.created_at, default=None)
 
     def discussion_url(self, repo: str, start: datetime, end: datetime) -> str | None:
         """The page of the week's discussion (or issue): as posted from this store, else as
@@ -331,11 +353,13 @@ def _restore_digest(db: sqlite3.Connection, d: PRDigest) -> bool:
     old = load(PRDigest, row[0]) if row else None
     if old is not None and old.meta.created_at >= d.meta.created_at:
         return False
-    db.execute(
-        "INSERT OR REPLACE INTO digests VALUES (?, ?, ?, ?, ?)",
-        (key, d.repo, d.number, d.model_dump_json(), now()),
-    )
+    _write_digest(db, d)
     return True
+
+
+def _write_digest(db: sqlite3.Connection, d: PRDigest) -> None:
+    row = (d.meta.cache_key, d.repo, d.number, d.model_dump_json(), now())
+    db.execute("INSERT OR REPLACE INTO digests VALUES (?, ?, ?, ?, ?)", row)
 
 
 def _restore_narrative(db: sqlite3.Connection, key: str, n: StoredNarrative) -> bool:
@@ -344,15 +368,10 @@ def _restore_narrative(db: sqlite3.Connection, key: str, n: StoredNarrative) -> 
     if row and load(WeeklyNarrative, row[0]) and datetime.fromisoformat(row[1]) >= n.created_at:
         return False
     db.execute(
-        "INSERT OR REPLACE INTO narratives (key, data, dropped, created_at, usage) "
-        "VALUES (?, ?, ?, ?, ?)",
-        (
-            key,
-            n.narrative.model_dump_json(),
-            n.dropped,
-            n.created_at.astimezone(UTC).isoformat(),
-            n.usage.model_dump_json(),
-        ),
+        "INSERT OR REPLACE INTO narratives (key, data, dropped, created_at, usage, drops) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (key, n.narrative.model_dump_json(), n.dropped, n.created_at.astimezone(UTC).isoformat())
+        + (n.usage.model_dump_json(), DROPS.dump_json(list(n.drops)).decode()),
     )
     return True
 

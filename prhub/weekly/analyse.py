@@ -143,8 +143,12 @@ def weekly_facts(
     week: int | None,
     key_count: int = 10,
     aliases: Mapping[str, str] | None = None,
+    reverted: Mapping[int, PullRequest] | None = None,
 ) -> WeeklyFacts:
-    """Figures of the given PRs, which the caller picked for the window; same input, same facts."""
+    """Figures of the given PRs, which the caller picked for the window; same input, same facts.
+
+    `reverted` gives, for a revert whose title and body name no PR of the window, the PR its
+    caller found it undoes (by the commit it names, or the one PR its body cites)."""
     prs = sorted(prs, key=lambda pr: pr.number)
     by_number = {pr.number: pr for pr in prs}
     tags: Counter[str] = Counter()
@@ -194,7 +198,9 @@ def weekly_facts(
         hot_dirs=_hot(dirs),
         authors=author_counts,
         top_author_share=len(author_counts[0].prs) / len(prs) if prs else 0.0,
-        reverts=[r for pr in prs if (r := _revert(pr, by_number, repo)) is not None],
+        reverts=[
+            r for pr in prs if (r := _revert(pr, by_number, repo, reverted or {})) is not None
+        ],
         untested=[pr.number for pr in prs if _untested(pr)],
         breaking=[
             BreakingChange(number=pr.number, reasons=reasons)
@@ -235,7 +241,12 @@ def _untested(pr: PullRequest) -> bool:
     return any(f.status != "removed" and paths.of(f) == "code" for f in pr.files)
 
 
-def _revert(pr: PullRequest, by_number: dict[int, PullRequest], repo: str) -> Revert | None:
+def _revert(
+    pr: PullRequest,
+    by_number: dict[int, PullRequest],
+    repo: str,
+    found: Mapping[int, PullRequest],
+) -> Revert | None:
     is_revert, reverted = revert_target(pr, repo)
     if not is_revert:
         return None
@@ -250,10 +261,14 @@ def _revert(pr: PullRequest, by_number: dict[int, PullRequest], repo: str) -> Re
             if len(owners) == 1:
                 reverted = owners[0]
                 break
+    if reverted is None and pr.number in found:
+        reverted = found[pr.number].number
     if reverted == pr.number:
         reverted = None
     delay = None
     target = by_number.get(reverted) if reverted is not None else None
+    if target is None and reverted is not None and pr.number in found:
+        target = found[pr.number] if found[pr.number].number == reverted else None
     if target and target.merged_at and pr.merged_at:
         # Timestamps, not datetime subtraction, which is wall-clock time within one zone.
         delay = round((pr.merged_at.timestamp() - target.merged_at.timestamp()) / 3600, 1)

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Collection
 
-from prhub.model import AuthorCount, Revert, WeeklyFacts
-from prhub.text import cited
+from prhub.model import AuthorCount, Revert, Risk, WeeklyFacts
+from prhub.text import cited, sentences
 
 # One author stands out with at least this many PRs and this share of the week, alone at the top.
 CONCENTRATION = 0.15
 CONCENTRATION_PRS = 3
+
+
+def period_word(f: WeeklyFacts) -> str:
+    """What the report calls its period: 本周 for an ISO week, 本期 for any other window."""
+    return "本周" if f.week is not None else "本期"
+
+
+def last_word(f: WeeklyFacts) -> str:
+    """What the report calls the period before: 上周, or 上期."""
+    return "上周" if f.week is not None else "上期"
 
 
 def top_authors(f: WeeklyFacts) -> list[AuthorCount]:
@@ -34,7 +45,8 @@ def concentrated(f: WeeklyFacts) -> bool:
 def figures(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
     """The executive summary's figures, computed, never written by the model."""
     name = escape(f.repo.split("/")[-1])
-    text = f"本周 {name} 共合入 {f.pr_count} 个 PR（+{f.additions:,} / −{f.deletions:,} 行）"
+    lines = f"+{f.additions:,} / −{f.deletions:,} 行"
+    text = f"{period_word(f)} {name} 共合入 {f.pr_count} 个 PR（{lines}）"
     top = [f"{escape(tag)}（{n}）" for tag, n in list(f.tags.items())[:4]]
     if top:
         text += "，标签分布集中在 " + "、".join(top)
@@ -46,7 +58,7 @@ def figures(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
 def lead(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
     """A lead paragraph from the facts, for a week whose model wrote none."""
     name = escape(f.repo.split("/")[-1])
-    text = f"本周 {name} 共合入 {f.pr_count} 个 PR"
+    text = f"{period_word(f)} {name} 共合入 {f.pr_count} 个 PR"
     themes = [escape(t) for t in list(f.modules or f.tags)[:3]]
     if themes:
         text += "，主要涉及 " + "、".join(themes)
@@ -77,7 +89,7 @@ def author_highlight(f: WeeklyFacts, escape: Callable[[str], str] = str) -> str:
     [top] = top_authors(f)
     refs = "、".join(f"#{n}" for n in top.prs)
     return (
-        f"作者集中度较高：{escape(top.author)} 本周贡献 {len(top.prs)} 个 PR"
+        f"作者集中度较高：{escape(top.author)} {period_word(f)}贡献 {len(top.prs)} 个 PR"
         f"（{f.top_author_share:.0%}：{refs}），单点知识风险需要关注。"
     )
 
@@ -134,3 +146,46 @@ def risks(written: list[str], f: WeeklyFacts) -> list[str]:
     """The model's risks, then the facts' line for each flagged PR none of them cites."""
     numbers = {n for text in written for n in cited(text)}
     return [*written, *fact_risks(f, numbers)]
+
+
+# What a short risk and its risk share, as a reader checks it holds a noun of its risk: a PR
+# number, a name in Latin letters or digits, or a Chinese word (two characters running).
+_TERM = re.compile(r"[A-Za-z][\w./-]*[A-Za-z0-9]|[\u4e00-\u9fff]{2}")
+_END = "。！？!?"
+
+
+def terms(text: str) -> set[str]:
+    """The nouns a reader would look for: PR numbers, Latin names, Chinese character pairs."""
+    found = {f"#{n}" for n in cited(text)}
+    for m in _TERM.finditer(text):
+        word = m.group()
+        if "\u4e00" <= word[0] <= "\u9fff":
+            found |= {text[i : i + 2] for i in range(m.start(), m.end() - 1)}
+        else:
+            found.add(word.lower())
+    latin = {t for t in found if not ("\u4e00" <= t[0] <= "\u9fff")}
+    return latin | {t for t in found - latin if len(t) == 2}
+
+
+def holds_noun(short: str, risk: str) -> bool:
+    """Whether a short risk names something its risk names: a PR, a name, or two Chinese
+    words of it."""
+    mine, theirs = terms(short), terms(risk)
+    latin = {t for t in mine & theirs if not ("\u4e00" <= t[0] <= "\u9fff")}
+    return bool(latin) or len(mine & theirs) >= 2
+
+
+def short_risk(risk: Risk) -> str:
+    """A risk on one line, whole: the model's headline when it names something of its risk,
+    else the risk's first sentence. Never a clause cut off, never PR numbers added."""
+    text = " ".join(risk.text.split())
+    head = " ".join(risk.headline.split())
+    if head and holds_noun(head, text):
+        return ended(head)
+    return ended(next(iter(sentences(text)), text))
+
+
+def ended(sentence: str) -> str:
+    """A sentence that ends as one: a clause mark at its end made a full stop."""
+    sentence = sentence.strip().rstrip("，,；;：:、 ")
+    return sentence if not sentence or sentence[-1] in _END else sentence + "。"

@@ -58,7 +58,7 @@ def test_markdown_digest(env: dict[str, str | None], github: GitHubStandIn) -> N
     assert any(verdict in result.stdout for verdict in ("**精读**", "**快速浏览**", "**可跳过**"))
     footer = [line for line in lines if line.startswith("<sub>")]
     assert len(footer) == 1
-    assert "digest@v4 · gpt-4o-mini" in footer[0]
+    assert "digest@v5 · gpt-4o-mini" in footer[0]
     # stderr holds the closing summary alone; --quiet leaves it empty
     [summary] = result.stderr.splitlines()
     assert summary.startswith("prhub: 1 PR (0 from the store, 0 failed) · 1 LLM call · ")
@@ -74,7 +74,7 @@ def test_json_digest(env: dict[str, str | None]) -> None:
     digest = json.loads(result.stdout)
     assert (digest["repo"], digest["number"], digest["url"]) == ("acme/rocket", 101, PR_URL)
     meta = digest["meta"]
-    assert meta["prompt"] == "digest@v4"
+    assert meta["prompt"] == "digest@v5"
     assert meta["model"] == "gpt-4o-mini"
     assert meta["usage"]["calls"] == 1
     assert meta["usage"]["tokens_in"] > 0 and meta["usage"]["tokens_out"] > 0
@@ -147,11 +147,12 @@ def test_unreachable_llm(env: dict[str, str | None], llm: LLMStandIn) -> None:
 
 
 def test_reply_invalid_twice(env: dict[str, str | None], llm: LLMStandIn) -> None:
-    llm.script([("content", "not json"), ("content", "not json")])
+    llm.script([("content", "not json")] * 3)
     result = summarize(env)
     assert_fails(result, 11, "failed validation twice", spent=True)
-    assert len(llm.bodies) == 2
-    assert "· 2 LLM calls · " in result.stderr  # what the failed run paid for
+    # The correction came back as the reply it corrects: asked once more, afresh, then failed.
+    assert len(llm.bodies) == 3
+    assert "· 3 LLM calls · " in result.stderr  # what the failed run paid for
 
 
 def test_missing_repo(env: dict[str, str | None], github: GitHubStandIn) -> None:
@@ -308,8 +309,14 @@ def test_second_run_reuses_the_store(
     assert again.stdout == first.stdout
     assert len(llm.bodies) == llm_calls
     # One request for the PR: the pull, to notice a change; files and reviews come from the store.
-    # (And one for the run: the repository's name as GitHub spells it.)
-    assert paths(github)[github_calls:] == ["/repos/acme/rocket", "/repos/acme/rocket/pulls/101"]
+    # (And one for the run: the repository's name as GitHub spells it; and one for the PR its
+    # body relates it to, #102, revalidated with its ETag: a 304, free.)
+    assert paths(github)[github_calls:] == [
+        "/repos/acme/rocket",
+        "/repos/acme/rocket/pulls/101",
+        "/repos/acme/rocket/pulls/102",
+    ]
+    assert github.charged()["free"] >= 1
 
 
 def test_refresh_asks_the_model_again(env: dict[str, str | None], llm: LLMStandIn) -> None:
@@ -365,7 +372,7 @@ def test_version() -> None:
     assert 'dynamic = ["version"]' in pyproject  # read from prhub/__init__.py when built
     from importlib.metadata import version
 
-    assert version("prhub") == __version__
+    assert version("prhub-digest") == __version__
 
 
 @pytest.mark.parametrize("command", ["summarize", "weekly", "labels", "config", "init-ci"])

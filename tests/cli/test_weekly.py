@@ -352,12 +352,12 @@ def test_prompts_lists_versions_and_a_users_own_wins(env, llm, tmp_path):
     mine = tmp_path / "my-prompts" / "digest"
     mine.mkdir(parents=True)
     shipped = Path(__file__).resolve().parents[2] / "prompts" / "digest"
-    (mine / "v4.system.j2").write_text(
+    (mine / "v6.system.j2").write_text(
         "自定义系统提示。\n" + (shipped / "v1.system.j2").read_text()
     )
-    (mine / "v4.user.j2").write_text((shipped / "v1.user.j2").read_text())
+    (mine / "v6.user.j2").write_text((shipped / "v1.user.j2").read_text())
     listed = prhub(env, "prompts", "--prompt-dir", str(tmp_path / "my-prompts")).stdout
-    assert "digest@v4" in listed and "(used)" in listed.split("digest@v4")[1].splitlines()[0]
+    assert "digest@v6" in listed and "(used)" in listed.split("digest@v6")[1].splitlines()[0]
     assert prhub(env, "summarize", "--pr", "101", "-q").exit_code == 0
     result = prhub(
         env, "summarize", "--pr", "101", "-q", "--prompt-dir", str(tmp_path / "my-prompts")
@@ -365,7 +365,7 @@ def test_prompts_lists_versions_and_a_users_own_wins(env, llm, tmp_path):
     assert result.exit_code == 0
     assert len(llm.bodies) == 2  # a new prompt version is a new digest
     assert llm.bodies[1]["messages"][0]["content"].startswith("自定义系统提示")
-    assert "digest@v4" in result.stdout
+    assert "digest@v6" in result.stdout
 
 
 def test_progress_bar_on_a_terminal():
@@ -409,105 +409,6 @@ def test_html_formats(env, tmp_path):
     assert page.lower().startswith("<!doctype html>") and "#106" in page
     digest = prhub(env, "summarize", "--pr", "101", "--format", "html", "-q")
     assert digest.exit_code == 0 and "<!doctype html>" in digest.stdout.lower()
-
-
-GIT_RECORD = {
-    "url": "https://github.com/acme/prhub",
-    "vcs_info": {"vcs": "git", "commit_id": "5f1c2e9", "requested_revision": "main"},
-}
-
-
-def test_init_ci_writes_the_workflow_once(env, tmp_path, monkeypatch):
-    import yaml
-
-    from prhub.run import ci
-
-    monkeypatch.setattr(ci, "installed", lambda: GIT_RECORD)
-    result = prhub(env, "init-ci", str(tmp_path))
-    assert result.exit_code == 0, result.stderr
-    written = tmp_path / ".github" / "workflows" / "prhub-weekly.yml"
-    wanted = "prhub @ git+https://github.com/acme/prhub@5f1c2e9"
-    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == wanted
-    assert result.stdout == (
-        f"wrote {written}\n"
-        f"It installs {wanted} (where this prhub was installed from); to install from elsewhere, "
-        "edit PRHUB_INSTALL in it\n"
-        "or rerun with --force --install GIT_URL.\n"
-        "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
-        "  secret    OPENAI_API_KEY    the key of your OpenAI-compatible endpoint (required)\n"
-        "  variable  OPENAI_BASE_URL   e.g. https://api.deepseek.com/v1 (unset: OpenAI)\n"
-        "  variable  PRHUB_MODEL       e.g. deepseek-chat (unset: gpt-4o-mini)\n"
-        "Then commit and push the file. It runs every Monday at 09:00 Beijing time, or by hand\n"
-        'from the Actions tab ("Run workflow").\n'
-    )
-    again = prhub(env, "init-ci", str(tmp_path))
-    assert again.exit_code == 3 and "--force" in again.stderr
-    assert prhub(env, "init-ci", str(tmp_path), "--force").exit_code == 0
-
-
-def test_init_ci_pages_writes_the_pages_workflow_and_says_to_turn_pages_on(
-    env, tmp_path, monkeypatch
-):
-    import yaml
-
-    from prhub.run import ci
-
-    monkeypatch.setattr(ci, "installed", lambda: GIT_RECORD)
-    result = prhub(env, "init-ci", "--pages", str(tmp_path))
-    assert result.exit_code == 0, result.stderr
-    written = tmp_path / ".github" / "workflows" / "prhub-pages.yml"
-    wanted = "prhub @ git+https://github.com/acme/prhub@5f1c2e9"
-    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == wanted
-    assert not (tmp_path / ".github" / "workflows" / "prhub-weekly.yml").exists()
-    assert result.stdout.startswith(
-        f"wrote {written}\n"
-        f"It installs {wanted} (where this prhub was installed from); to install from elsewhere, "
-        "edit PRHUB_INSTALL in it\n"
-        "or rerun with --pages --force --install GIT_URL.\n"
-        "Next, in the repository on GitHub:\n"
-        'Settings > Pages > Build and deployment > Source: "GitHub Actions" (else the run stops\n'
-        "at Configure Pages; the site is then at https://OWNER.github.io/REPO/), and\n"
-        "Settings > Secrets and variables > Actions:\n"
-    )
-    again = prhub(env, "init-ci", "--pages", str(tmp_path))
-    assert again.exit_code == 3 and "--force" in again.stderr
-    both = prhub(env, "init-ci", str(tmp_path))  # the default mode is still the commit one
-    assert both.exit_code == 0, both.stderr
-    assert f"{written} also runs prhub weekly: delete it unless you want both.\n" in both.stdout
-
-
-def test_init_ci_refuses_to_guess_an_install_from_the_index(env, tmp_path, monkeypatch):
-    from prhub.run import ci
-
-    monkeypatch.setattr(ci, "installed", lambda: None)
-    result = prhub(env, "init-ci", str(tmp_path))
-    assert result.exit_code == 3
-    assert "cannot tell where this prhub was installed from" in result.stderr
-    assert "pass --install" in result.stderr
-    assert not (tmp_path / ".github").exists()
-
-
-def test_init_ci_installs_from_a_git_url(env, tmp_path):
-    import yaml
-
-    url = "https://github.com/acme/prhub@v0.2.0"
-    result = prhub(env, "init-ci", str(tmp_path), "--install", url)
-    assert result.exit_code == 0, result.stderr
-    written = tmp_path / ".github" / "workflows" / "prhub-weekly.yml"
-    wanted = f"prhub @ git+{url}"
-    assert yaml.safe_load(written.read_text())["env"]["PRHUB_INSTALL"] == wanted
-    assert f"It installs {wanted} (as given); " in result.stdout
-
-
-def test_init_ci_refuses_a_directory_that_does_not_exist(env, tmp_path):
-    missing = tmp_path / "typo"
-    result = prhub(env, "init-ci", str(missing))
-    assert result.exit_code == 3
-    assert result.stderr == (
-        f"prhub: error: {missing} does not exist: give the checkout of the repository "
-        "to add it to\n"
-    )
-    assert not missing.exists()
 
 
 @pytest.mark.slow

@@ -68,3 +68,33 @@ def test_grounding_rendering_and_the_brief_read_references_alike():
     page = str(html_text(text, links("o/r", {})))
     assert page.count("<a ") == 1 and 'href="https://github.com/o/r/pull/7"' in page
     assert [p for p in pieces(text) if isinstance(p, int)] == [7]
+
+
+def test_refs_reads_a_repositorys_references_and_those_a_keyword_leads():
+    import re
+
+    from prhub.text import refs
+
+    text = "Reverts #12 (see o/r#13, x/y#14 and https://github.com/o/r/pull/15); fixes #16, #12"
+    assert refs(text) == [12, 13, 14, 15, 16]
+    assert refs(text, "O/R") == [12, 13, 15, 16]
+    assert refs(text, "o/r", after=re.compile(r"\bfix(?:es)?\s+$", re.I)) == [16]
+    assert refs(text, "o/r", after=re.compile(r"\breverts?\s+$", re.I)) == [12]
+
+
+def test_a_requests_neighbours_are_bounded_in_number_and_characters():
+    from datetime import UTC, datetime
+
+    from prhub.digest.related import CHARS, MOST, bounded, line
+    from prhub.model import Neighbour
+
+    def near(number: int, title: str, relation: str = "same_files") -> Neighbour:
+        at = datetime(2026, 7, 28, tzinfo=UTC)
+        return Neighbour(number=number, title=title, merged_at=at, relation=relation, files=["a"])
+
+    many = [near(n, f"PR {n}") for n in range(1, 20)]
+    assert [n.number for n in bounded(many, number=3)] == [1, 2, 4, 5, 6, 7][:MOST]
+    long = [near(1, "长" * 480), near(2, "x" * 150), near(9, "y", "reverted")]
+    kept = bounded(long)
+    assert [n.number for n in kept] == [9, 2]  # the revert first; the long one left out
+    assert sum(len(line(n)) + 1 for n in kept) <= CHARS

@@ -13,7 +13,7 @@ import pytest
 
 from prhub.config import Settings
 from prhub.digest import digest
-from prhub.digest.digest import budgets, digest_pr, plan
+from prhub.digest.digest import digest_pr, plan
 from prhub.digest.notes import note_limits
 from prhub.github.source_payload import pull_request_from_payload
 from prhub.llm.llm import LLM
@@ -158,7 +158,7 @@ def test_budget_too_small_is_a_config_error(llm):
     from prhub.errors import ConfigError
 
     with pytest.raises(ConfigError, match="input budget"):
-        digest_through(llm, synthetic(1), settings(llm, input_budget=2500))
+        digest_through(llm, synthetic(1), settings(llm, input_budget=2000))
     assert llm.bodies == []
 
 
@@ -199,7 +199,7 @@ def test_an_english_title_is_corrected_with_one_extra_call(llm):
     assert "标题必须用中文" in asked[1] and "标题必须用中文" not in asked[0]
     assert "请写这个 PR 的中文标题" in asked[1]  # the title alone is asked again
     assert made.content.title.startswith("采样温度") and made.meta.failed_checks == []
-    assert made.meta.prompt == "digest@v4+digest_title@v2"  # the title says where it came from
+    assert made.meta.prompt == "digest@v5+digest_title@v2"  # the title says where it came from
 
 
 def test_a_check_that_still_fails_is_recorded_not_hidden(llm):
@@ -216,7 +216,8 @@ def test_a_check_that_still_fails_is_recorded_not_hidden(llm):
         made = digest_pr(pr, config, client)
     finally:
         client.close()
-    assert len(llm.bodies) == 2
+    # The corrective call came back unchanged: asked once more, afresh, then recorded.
+    assert len(llm.bodies) == 3
     assert made.meta.failed_checks == ["title_not_chinese"]
     assert "title_not_chinese" in json.loads(render.digest_json(made))["meta"]["failed_checks"]
 
@@ -232,13 +233,16 @@ def test_each_chunk_call_stands_on_its_own(llm):
     chunks = chunk_prompts(digest_through(llm, pr, config))
     parts = len(chunks)
     assert parts > 1
-    # Sent at once and answered in any order: each has the whole body and says which part it is.
-    numbers = sorted(int(re.search(r"这是第 (\d+) 段，共 (\d+) 段", t)[1]) for t in chunks)
-    assert numbers == list(range(1, parts + 1))
+    # Sent at once and answered in any order: each says which part it is; the body goes to
+    # the first whole, to the others as its opening (the final call has it whole again).
+    by_part = {int(re.search(r"这是第 (\d+) 段，共 (\d+) 段", t)[1]): t for t in chunks}
+    assert sorted(by_part) == list(range(1, parts + 1))
     assert all(f"共 {parts} 段" in text for text in chunks)
-    assert all("marker0" in text and "marker29" in text for text in chunks)
-    assert not any("已在第 1 段给出" in text for text in chunks)
-    limits = note_limits(budgets(pr, config)[2])
+    assert "marker0" in by_part[1] and "marker29" in by_part[1]
+    for part in range(2, parts + 1):
+        assert "marker0" in by_part[part] and "marker29" not in by_part[part]
+        assert "PR 描述的其余部分已给第 1 段和最后的汇总" in by_part[part]
+    limits = note_limits(plan(pr, config).budgets.note)
     assert all(f"不超过 {limits['summary']} 个字符" in text for text in chunks)
     assert all(f"合计不超过 {limits['risks']} 个字符" in text for text in chunks)
 
@@ -306,7 +310,7 @@ def test_a_note_over_its_length_is_cut_at_whole_items_and_sentences_and_counted(
     assert made.meta.coverage.notes_shortened == parts  # recorded, not silent
     final = prompt_text(bodies[-1])
     assert "\ufffd" not in final
-    limits = note_limits(budgets(synthetic(500), config)[2])
+    limits = note_limits(plan(synthetic(500), config).budgets.note)
     summary = re.search(r"第 1 段：(.*)", final)[1]
     assert len(summary) <= limits["summary"] and summary.endswith("调度器改为按批提交🙂。")
     risks = re.search(r"风险：(.*)", final)[1].split("；")

@@ -1,36 +1,42 @@
-"""Chunk notes held to their characters: whole items and sentences, never a split character."""
+"""Chunk notes held to the characters the prompt states: whole items and sentences, never a
+split character; and together within the final call's room, counted in tokens."""
 
 from __future__ import annotations
 
 from prhub.config import Settings
-from prhub.digest.notes import note_limits, trim_notes
+from prhub.digest.notes import fit_notes, note_limits, note_text, trim_notes
 from prhub.model import ChunkNotes
 from prhub.prepare.tokens import count
 from tests.factories import part_notes
 
 
-def test_trim_notes_keeps_notes_within_their_limits_as_they_are():
-    config = Settings()
+def test_trim_notes_holds_each_field_to_its_stated_characters():
     note = ChunkNotes(**part_notes(1))
-    assert trim_notes(note, 1200, config) == (note, False)
-    cut, shortened = trim_notes(note, 200, config)
+    assert trim_notes(note, note_limits(1200)) == (note, False)
     limits = note_limits(200)
+    cut, shortened = trim_notes(note, limits)
     assert shortened and len(cut.summary) <= limits["summary"]
     assert note.summary.startswith(cut.summary) and cut.summary.endswith("。")
     assert all(r in note.risks for r in cut.risks)  # whole risks, or none
     assert sum(map(len, cut.risks)) <= limits["risks"]
-    dense = ChunkNotes(summary="🙂" * 2000, risks=["龘靐齉" * 300])
-    cut, shortened = trim_notes(dense, 300, config)
-    assert shortened and "\ufffd" not in cut.summary + "".join(cut.risks)
-    assert count(cut.summary + "".join(cut.risks)) <= 300
 
 
-def test_a_field_a_little_over_its_characters_stays_whole_when_the_note_fits_its_tokens():
-    # A strong model counts characters roughly: 324 of a 320-character summary, with the other
-    # fields under theirs, still fits the note's room in the final prompt.
-    config, budget = Settings(), 1200
-    limits = note_limits(budget)
+def test_a_field_over_its_stated_characters_is_cut_though_the_note_fits_its_tokens():
+    # The prompt states the limit in characters, so the limit holds in characters: a note that
+    # passed untouched over its stated length was a rule stated and not kept.
+    limits = note_limits(1200)
     first = "改动" * (limits["summary"] // 4) + "。"
     note = ChunkNotes(summary=first + "第二句" * ((limits["summary"] - len(first)) // 3 + 2) + "。")
     assert len(note.summary) > limits["summary"]
-    assert trim_notes(note, budget, config) == (note, False)
+    cut, shortened = trim_notes(note, limits)
+    assert shortened and cut.summary == first
+
+
+def test_notes_denser_than_their_characters_are_held_to_the_final_calls_room():
+    config = Settings()
+    dense = ChunkNotes(summary="🙂。" * 1000, risks=["龘靐齉。" * 300])
+    held = trim_notes(dense, note_limits(300))[0]
+    [fitted] = fit_notes([held], 300, config)
+    assert count(note_text(fitted)) <= 300 and "\ufffd" not in note_text(fitted)
+    plain = ChunkNotes(**part_notes(2))
+    assert fit_notes([plain], 1200, config) == [plain]  # notes that fit stay as they are

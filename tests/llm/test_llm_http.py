@@ -179,10 +179,10 @@ def test_an_empty_reply_takes_the_corrective_path(
 
 def test_empty_replies_twice_fail_validation(make_llm: MakeLLM, llm: LLMStandIn) -> None:
     empty = (200, {}, completion(choices=choice(message={"content": None})))
-    llm.script([empty, empty])
+    llm.script([empty, empty, empty])  # the correction came back the same: asked afresh too
     with pytest.raises(LLMInvalidReply, match="reply was empty") as caught:
         make_llm().complete(MESSAGES, Rating)
-    assert caught.value.exit_code == 11
+    assert caught.value.exit_code == 11 and len(llm.bodies) == 3
 
 
 def test_usage_left_out_or_partial_is_counted_locally(make_llm: MakeLLM, llm: LLMStandIn) -> None:

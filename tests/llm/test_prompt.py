@@ -53,7 +53,7 @@ def test_released_versions_are_never_edited() -> None:
 def test_v2_shows_the_reply_as_an_example() -> None:
     example = '{\n "title": "<标题>"\n}'
     [system, _] = digest_messages(prepared("body"), schema=example)
-    assert load_prompt("digest").version == "v4"
+    assert load_prompt("digest").version == "v5"
     assert f"```json\n{example}\n```" in system["content"]
     assert "JSON Schema" not in system["content"]
     [system, _] = digest_messages(prepared("body"), schema=None)

@@ -139,7 +139,8 @@ def test_notes_that_copy_the_discussion_back_are_corrected_then_dropped(llm: LLM
     )
     with closing(LLM(config)) as client:
         made = digest_pr(pr, config, client)
-    assert len(llm.bodies) == 2  # one corrective call
+    # One corrective call; it came back unchanged, so it is asked once more afresh.
+    assert len(llm.bodies) == 3
     assert "评审讨论要点不能照抄评论原文" in llm.bodies[1]["messages"][-1]["content"]
     assert made.content.discussion == ["@lead 要求补一个单元测试，作者承诺在后续 PR 处理。"]
     assert "discussion_copied" not in made.meta.failed_checks  # what failed it is gone

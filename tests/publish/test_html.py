@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from markupsafe import escape
 
-from prhub.model import BreakingChange, FailedPR, PRDigest, Revert, WeeklyReport
+from prhub.model import BreakingChange, FailedPR, PRDigest, Revert, Risk, WeeklyReport
 from prhub.publish import html, render, view
 from prhub.publish.labels import view as labels_view
 from tests.factories import (
@@ -83,7 +83,7 @@ def hostile_report() -> WeeklyReport:
         update={
             "summary": EVIL,
             "highlights": [*n.highlights, EVIL],
-            "risks": [EVIL],
+            "risks": [Risk(headline=EVIL, text=EVIL)],
             "key_changes": [EVIL],
             "follow_ups": [EVIL],
             "trends": trends,
@@ -354,8 +354,8 @@ def test_long_fact_lists_are_collapsed_after_five_with_a_count():
     )
     cited = {101, 102, 103, 104, 105, 106} & {
         int(x)
-        for t in r.narrative.risks
-        for x in re.findall(r"#(\d+)", t)  # type: ignore[union-attr]
+        for t in r.narrative.risks  # type: ignore[union-attr]
+        for x in re.findall(r"#(\d+)", t.text)
     }
     page = html.weekly_html(r)
     details = re.findall(r"<details><summary>(.*?)</summary>(.*?)</details>", page, re.DOTALL)

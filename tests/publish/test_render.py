@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from prhub.model import AuthorCount, PRDigest
+from prhub.model import AuthorCount, PRDigest, Risk
 from prhub.publish import footers, render, view
-from prhub.publish.weekly_view import headline
 from prhub.tags import parse_title, tag_name
+from prhub.weekly.prose import short_risk
 from tests.factories import (
     HIDDEN,
     INJECT,
@@ -252,14 +252,14 @@ def test_model_text_stays_in_its_place_in_a_weekly_report():
     # The injected risk cites no PR, so #106's computed risk gets its own line in both.
     n = report().narrative
     assert n is not None
-    uncited = n.model_copy(update={"risks": ["一条不引用 PR 的风险。", *n.risks[1:]]})
+    uncited = n.model_copy(update={"risks": [Risk(text="一条不引用 PR 的风险。"), *n.risks[1:]]})
     baseline = report().model_copy(update={"narrative": uncited})
     assert shape(text) == shape(render.weekly_markdown(baseline))
     texts = inline_texts(text)
     # the lead, a highlight, a risk, a key change, a follow-up, a trend row, three key-PR
     # cells, a title; the top shows the risk in short
     assert texts.count(INJECTED) == 11
-    assert headline(INJECT) in texts and len(headline(INJECT)) < len(INJECTED)
+    assert short_risk(Risk(text=INJECT)) in texts  # its first sentence, whole, never cut
     assert any(t.endswith(f"。{INJECTED}") for t in texts)  # the summary after the figures
 
 
@@ -345,7 +345,8 @@ def test_author_concentration_is_the_last_highlight():
 def test_the_facts_join_the_models_risks_by_pr_never_a_second_copy():
     text = unlinked(render.weekly_markdown(report()))  # the model's risks cite #106 and #103
     full = text.split("### 4. 风险观察")[1].split("###")[0]
-    assert full.strip().split("\n") == [f"- {render.md(x)}" for x in report().narrative.risks]  # type: ignore[union-attr]
+    risks = report().narrative.risks  # type: ignore[union-attr]
+    assert full.strip().split("\n") == [f"- {render.md(x.text)}" for x in risks]
     assert "破坏性变更：#106" not in text and "改了代码但未改测试的 PR" not in text
     bare = report().model_copy(
         update={"narrative": report().narrative.model_copy(update={"risks": []})}  # type: ignore[union-attr]

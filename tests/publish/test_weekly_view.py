@@ -1,39 +1,50 @@
-"""The weekly report's sections: risks in short at the top, in full in the report."""
+"""The weekly report's sections: risks in short at the top, whole sentences, in full below."""
 
 from __future__ import annotations
 
 import pytest
 
-from prhub.publish.weekly_view import SHORT, headline
+from prhub.model import Risk
+from prhub.weekly.prose import holds_noun, short_risk
 
 
 @pytest.mark.parametrize(
     ("risk", "short"),
     [
-        # A head before a colon names the risk; the PRs the rest cites follow it.
-        ("回滚风险：#7106 合入后次日被 #7786 revert，原因未明。", "回滚风险（#7106、#7786）。"),
-        # Else the first clause, with the PRs it cites.
-        ("#106 的配置改名没有保留旧键，升级后旧配置会静默失效。", "#106 的配置改名没有保留旧键。"),
+        # The model's headline, when it names something of its risk.
         (
-            "#103 未测，#104 也未测试，回归难。",
-            "#103 未测，#104 也未测试。",
-        ),  # a first clause too short
-        ("短", "短。"),
-        # A colon far in is no head; a colon inside code is no boundary.
-        ("改了 `a：b，c` 的解析规则，下游需要同步。", "改了 `a：b，c` 的解析规则。"),
+            Risk(headline="R2 路由回放被快速回滚", text="R2 路由回放 #7106 次日被 #7786 revert。"),
+            "R2 路由回放被快速回滚。",
+        ),
+        # Else the risk's first sentence, whole: never its first clause alone, no PRs added.
+        (
+            Risk(text="#106 的配置改名没有保留旧键，升级后旧配置会静默失效。其余无碍。"),
+            "#106 的配置改名没有保留旧键，升级后旧配置会静默失效。",
+        ),
+        (Risk(text="#7347 把 D2H 改为异步后，采样偶发读到旧值；见 #7350。"), None),
+        (Risk(text="短"), "短。"),
+        # A headline that names nothing of its risk is not used.
+        (
+            Risk(headline="值得关注", text="改了 `a：b，c` 的解析规则。"),
+            "改了 `a：b，c` 的解析规则。",
+        ),
     ],
 )
-def test_a_risk_in_short_is_its_head_or_first_clause_with_its_prs(risk, short):
-    assert headline(risk) == short
+def test_a_risk_in_short_is_its_headline_or_its_first_sentence_whole(risk, short):
+    got = short_risk(risk)
+    if short is None:  # a first sentence that ends at a semicolon ends with a full stop
+        assert got == "#7347 把 D2H 改为异步后，采样偶发读到旧值。"
+    else:
+        assert got == short
 
 
-def test_a_long_clause_is_cut_between_words_never_inside_code_or_a_number():
-    words = "这条风险说得很长" * 7
-    cut = headline(words + "，后面还有。")
-    assert cut.endswith("…") and len(cut) == SHORT + 1
-    path = "`verl/trainer/config/ppo_trainer.yaml`"
-    long = "一" * (SHORT - 10) + f" {path} 被改动 #7162"
-    assert headline(long) == "一" * (SHORT - 10) + "…（#7162）。"  # the path left out whole
-    assert headline("一" * 10 + f" {path} 被改动很久很久很久很久很久很久了") == (
-        "一" * 10 + f" {path}…"  # a path that starts early is kept whole
-    )
+def test_a_short_risk_never_gains_numbers_its_risk_does_not_say_first():
+    risk = Risk(text="回滚风险：#7106 合入后次日被 #7786 revert，原因未明。")
+    assert short_risk(risk) == "回滚风险：#7106 合入后次日被 #7786 revert，原因未明。"
+    assert "（#" not in short_risk(Risk(text="一" * 80 + "，#1 与 #2 相关。"))
+
+
+def test_a_headline_holds_a_noun_of_its_risk():
+    assert holds_noun("LoRA 同步不完整", "回滚后 LoRA 按 bucket 同步")
+    assert holds_noun("配置改名会让旧配置失效", "#106 把配置项改名，旧配置静默失效")
+    assert not holds_noun("值得关注的问题", "#106 把配置项改名")

@@ -1,4 +1,6 @@
-"""The shipped GitHub Actions workflow: its shape, its scripts run by bash, and `init_ci`."""
+"""The workflows `init-ci` writes and prhub ships: each runs prhub's Action at this prhub's
+version tag, installs nothing itself, names no path of this machine, reads its repositories
+from prhub.toml, and passes actionlint; the release workflow publishes on a version tag."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import tomllib
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -16,226 +21,99 @@ import yaml
 from prhub import __version__
 from prhub.errors import ConfigError
 from prhub.run import ci
-from prhub.run.ci import (
-    INSTALL_PLACEHOLDER,
-    WORKFLOW,
-    init_ci,
-    next_steps,
-    requirement,
-    workflow_text,
-)
-from tests.factories import FIXTURES
-from tests.standins import GitHubStandIn, LLMStandIn, runner
-from tests.standins.runner import EXPRESSION, triggers
+from prhub.run.ci import ACTION_PLACEHOLDER, PAGES_WORKFLOW, WORKFLOW, init_ci, workflow_text
+from tests.factories import ROOT, prhub
+from tests.standins import runner
+from tests.standins.runner import triggers
 
-REPORT = "reports/acme/rocket/2026-W31.md"
-JOB = "weekly"
+BIN = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+ACTIONLINT = shutil.which("actionlint", path=BIN)
+EXAMPLES = ROOT / "examples" / "github-actions"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
+ACTION = f"acme/prhub@v{__version__}"
 
 
-@pytest.fixture(scope="module")
-def workflow() -> dict[Any, Any]:
-    data = yaml.safe_load(workflow_text())
+def meta(*urls: str) -> Message:
+    """Installed metadata naming these Project-URLs."""
+    found = Message()
+    for url in urls:
+        found["Project-URL"] = url
+    return found
+
+
+HOME = meta("Repository, https://github.com/acme/prhub")
+
+
+def load(text: str) -> dict[Any, Any]:
+    data = yaml.safe_load(text)
     assert isinstance(data, dict)
     return data
 
 
-def steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
-    return runner.steps(workflow, JOB)
+def action_step(workflow: dict[Any, Any], job: str) -> dict[str, Any]:
+    [step] = [s for s in workflow["jobs"][job]["steps"] if "/prhub@" in s.get("uses", "")]
+    return step
 
 
-def prhub_step(workflow: dict[Any, Any]) -> dict[str, Any]:
-    return step(workflow, id="prhub")
+SHIPPED = {"weekly-digest.yml": "weekly", "weekly-pages.yml": "build"}
 
 
-def step(workflow: dict[Any, Any], *, id: str = "", uses: str = "", name: str = "") -> Any:
-    """The one step of the weekly job with this id, action (without version) or name."""
-    return runner.step(workflow, JOB, id=id, uses=uses, name=name)
+# The shipped workflows
 
 
-def run_step(
-    workflow: dict[Any, Any],
-    target: dict[str, Any],
-    values: dict[str, str],
-    cwd: Path,
-    env: dict[str, str],
-    prelude: str = "",
-) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
-    """Runs a step of the weekly job as an Actions runner would; returns it and its outputs."""
-    return runner.run_step(workflow, JOB, target, values, cwd, env, prelude)
-
-
-def test_weekly_on_monday_morning_beijing_and_by_hand(workflow: dict[Any, Any]) -> None:
-    on = triggers(workflow)
-    assert on["schedule"] == [{"cron": "0 1 * * 1"}]  # 09:00 in UTC+8
-    inputs = on["workflow_dispatch"]["inputs"]
-    assert set(inputs) == {"week", "year"}
-    for spec in inputs.values():
-        assert spec["required"] is False
-        assert spec["default"] == ""
-
-
-def test_least_privilege_and_one_run_at_a_time(workflow: dict[Any, Any]) -> None:
-    assert workflow["permissions"] == {"contents": "write", "pull-requests": "read"}
-    assert "permissions" not in workflow["jobs"]["weekly"]
-    assert workflow["concurrency"]["group"]
-    assert workflow["concurrency"]["cancel-in-progress"] is False
-    assert workflow["jobs"]["weekly"]["timeout-minutes"] > 0
-    assert workflow["defaults"]["run"]["shell"] == "bash"  # -eo pipefail, as BASH runs it
-
-
-def test_actions_pinned_to_major_versions(workflow: dict[Any, Any]) -> None:
-    for s in steps(workflow):
-        if "uses" in s:
-            assert re.fullmatch(r"actions/[\w/-]+@v\d+", s["uses"]), s["uses"]
-
-
-def test_store_restored_by_prefix_and_saved_under_a_new_key(workflow: dict[Any, Any]) -> None:
-    assert workflow["env"]["PRHUB_STORE"] == ".prhub/prhub.db"
-    restore = step(workflow, uses="actions/cache/restore")
-    assert restore["with"]["path"] == ".prhub/"
-    assert "github.run_id" in restore["with"]["key"]
-    assert restore["with"]["key"].startswith(restore["with"]["restore-keys"])
-    save = step(workflow, uses="actions/cache/save")
-    assert save["with"]["path"] == ".prhub/"
-    key = "${{ steps.ID.outputs.cache-primary-key }}".replace("ID", restore["id"])
-    assert save["with"]["key"] == key
-    assert save["if"].startswith("always()")  # saved after a partial failure too
-    order = steps(workflow)
-    assert order.index(restore) < order.index(step(workflow, id="prhub")) < order.index(save)
-
-
-def test_secrets_from_secrets_settings_from_vars(workflow: dict[Any, Any]) -> None:
-    env = step(workflow, id="prhub")["env"]
-    assert env["OPENAI_API_KEY"] == "${{ secrets.OPENAI_API_KEY }}"
-    assert env["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
-    assert env["OPENAI_BASE_URL"] == "${{ vars.OPENAI_BASE_URL }}"
-    assert env["PRHUB_MODEL"] == "${{ vars.PRHUB_MODEL }}"
-    assert "secrets." not in json.dumps(workflow["env"])  # only the step that needs them
-
-
-def test_no_expression_inside_a_script(workflow: dict[Any, Any]) -> None:
-    """Expressions are pasted into scripts before bash runs: inputs there are an injection."""
-    scripts = [s["run"] for s in steps(workflow) if "run" in s]
-    assert len(scripts) >= 3
-    for script in scripts:
+@pytest.mark.parametrize("name", [*SHIPPED, "many-repositories.yml"])
+def test_each_runs_the_action_and_installs_nothing_itself(name: str) -> None:
+    text = (EXAMPLES / name).read_text(encoding="utf-8")
+    assert text.count(ACTION_PLACEHOLDER) == 1  # this release's tag, named once
+    workflow = load(text)
+    scripts = [s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"]]
+    commands = [line.split()[0] for s in scripts for line in s.splitlines() if line.strip()]
+    assert not {"pip", "python", "prhub"} & set(commands)  # the Action installs and runs prhub
+    assert "PRHUB_INSTALL" not in text and "file:" not in text
+    for script in scripts:  # expressions pasted into a script are an injection
         assert "${{" not in script, script
+    uses = [s["uses"] for job in workflow["jobs"].values() for s in job["steps"] if "uses" in s]
+    for used in uses:
+        assert re.fullmatch(r"(actions/[\w/-]+@v\d+|your-org/prhub@v[\d.]+)", used), used
 
 
-def test_prhub_step_survives_a_partial_failure(workflow: dict[Any, Any]) -> None:
-    prhub = step(workflow, id="prhub")
-    assert prhub["continue-on-error"] is True
-    assert "prhub weekly --repo" in prhub["run"]
-    # The shipped file installs this release from the package index.
-    assert workflow["env"]["PRHUB_INSTALL"] == INSTALL_PLACEHOLDER == f"prhub=={__version__}"
-    assert workflow_text().count(json.dumps(INSTALL_PLACEHOLDER)) == 1
-    install = step(workflow, name="Install prhub")
-    assert '"$PRHUB_INSTALL"' in install["run"]
-
-
-@pytest.mark.parametrize(
-    ("summary", "code"),
-    [
-        ("Chinese digests of merged GitHub pull requests: one per PR, one per ISO week.", 0),
-        ("One GitHub poller for many coding agents", 1),  # the index's other prhub
-    ],
-)
-def test_install_step_stops_when_the_index_gave_another_prhub(
-    workflow: dict[Any, Any], tmp_path: Path, summary: str, code: int
-) -> None:
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    # pip itself is not run: `python -m pip install` succeeds, `pip show` names the project.
-    fake_pip = (
-        'python() { [ "$3" != show ] || printf "Name: prhub\\nSummary: %s\\n" "$SUMMARY"; }\n'
-    )
-    install = step(workflow, name="Install prhub")
-    env = {"SUMMARY": summary}
-    done, _ = run_step(workflow, {"env": {}, **install}, {}, checkout, env, fake_pip)
-    assert done.returncode == code, done.stdout + done.stderr
-    if code:
-        assert done.stdout == (
-            f"::error::{INSTALL_PLACEHOLDER} is another project named prhub ({summary}): "
-            "set PRHUB_INSTALL to this prhub's git URL or wheel\n"
-        )
-
-
-def test_report_uploaded_and_committed_whenever_written(workflow: dict[Any, Any]) -> None:
-    upload = step(workflow, uses="actions/upload-artifact")
-    commit = step(workflow, name="Commit the report")
-    for s in (upload, commit):
-        assert s["if"] == "always() && steps.prhub.outputs.report != ''"
-    assert upload["with"]["path"] == "${{ steps.prhub.outputs.report }}"
-    assert "git push" in commit["run"]
-    last = steps(workflow)[-1]
+@pytest.mark.parametrize(("name", "job"), SHIPPED.items())
+def test_the_repositories_come_from_prhub_toml_not_the_workflow(name: str, job: str) -> None:
+    """No `--repo ${{ github.repository }}` overrides the file: `repo` is not given, so prhub
+    reads prhub.toml's `repo` (or `repos` with all), else the checkout's own repository."""
+    workflow = load(workflow_text(pages=name == "weekly-pages.yml"))
+    step = action_step(workflow, job)
+    assert "repo" not in step["with"] and "github.repository" not in json.dumps(workflow)
+    assert step["with"]["all"] is False  # init-ci --all makes it true
+    assert step["continue-on-error"] is True and step["id"] == "prhub"
+    assert step["with"]["openai-api-key"] == "${{ secrets.OPENAI_API_KEY }}"
+    assert json.dumps(workflow).count("secrets.") == 1  # the key, to the Action alone
+    last = workflow["jobs"][job]["steps"][-1]
     assert last["if"] == "always() && steps.prhub.outcome == 'failure'"
     assert last["run"].rstrip().endswith("exit 1")
+    assert triggers(workflow)["schedule"] == [{"cron": "0 1 * * 1"}]  # 09:00 in UTC+8
 
 
-def test_prhub_step_writes_the_report(
-    workflow: dict[Any, Any], github: GitHubStandIn, llm: LLMStandIn, tmp_path: Path
-) -> None:
-    """The step's exact script and env, expressions filled in, run by bash on the stand-ins."""
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    values, env = runner.weekly_values(github, llm)
-    done, outputs = run_step(workflow, prhub_step(workflow), values, checkout, env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert outputs == {"report": REPORT, "status": "0"}
-    text = (checkout / REPORT).read_text(encoding="utf-8")
-    golden = FIXTURES / "golden" / "weekly-acme-rocket-2026-W31.md"
-    assert text.splitlines()[0] == golden.read_text(encoding="utf-8").splitlines()[0]
-    assert (checkout / ".prhub" / "prhub.db").is_file()  # where the cache steps look
-    assert {r["path"] for r in github.requests}  # really talked to the stand-ins
-    assert llm.requests
-
-
-ECHO_PRHUB = 'prhub() { printf "<%s>\\n" "$@"; }\n'
-
-
-@pytest.mark.parametrize(
-    ("week", "year", "extra"),
-    [
-        ("", "", []),
-        ("31", "", ["--week", "31"]),
-        ("31", "2026", ["--week", "31", "--year", "2026"]),
-        ("$(touch pwned); 7", "", ["--week", "$(touch pwned); 7"]),
-    ],
-)
-def test_inputs_become_flags_only_when_given(
-    workflow: dict[Any, Any], tmp_path: Path, week: str, year: str, extra: list[str]
-) -> None:
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    values = {k: "x" for k in ("secrets.GITHUB_TOKEN", "secrets.OPENAI_API_KEY")}
-    values.update({"vars.OPENAI_BASE_URL": "", "vars.PRHUB_MODEL": ""})
-    values.update({"github.repository": "acme/rocket", "inputs.week": week, "inputs.year": year})
-    done, outputs = run_step(workflow, prhub_step(workflow), values, checkout, {}, ECHO_PRHUB)
-    assert done.returncode == 0, done.stderr
-    argv = ["weekly", "--repo", "acme/rocket", *extra]
-    assert done.stdout.splitlines() == [f"<{arg}>" for arg in argv]
-    assert outputs == {"status": "0"}  # nothing written, so no report for later steps
-    assert not (checkout / "pwned").exists()
-
-
-def test_partial_failure_still_names_the_report(workflow: dict[Any, Any], tmp_path: Path) -> None:
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    partial = (
-        "prhub() { mkdir -p reports/acme/rocket && echo '# report' > " + REPORT + "\n"
-        "  echo 'prhub: wrote " + REPORT + "' >&2; echo 'prhub: error: 1 PR(s) failed' >&2\n"
-        "  return 12; }\n"
-    )
-    values = dict.fromkeys(EXPRESSION.findall(json.dumps(step(workflow, id="prhub"))), "")
-    done, outputs = run_step(workflow, prhub_step(workflow), values, checkout, {}, partial)
-    assert done.returncode == 12
-    assert outputs == {"report": REPORT, "status": "12"}
-    assert "prhub: error: 1 PR(s) failed" in done.stdout  # still in the job's log
+def test_the_pages_workflow_restores_from_its_own_site_and_deploys_only_a_built_one() -> None:
+    workflow = load(workflow_text(pages=True))
+    step = action_step(workflow, "build")
+    assert step["with"]["site"] == "site/"
+    assert step["with"]["site-url"] == "${{ steps.pages.outputs.base_url }}"
+    assert step["with"]["cache-key"] != "prhub-store"  # apart from the commit mode's cache
+    upload = runner.step(workflow, "build", uses="actions/upload-pages-artifact")
+    assert upload["if"] == "always() && steps.prhub.outputs.site != ''"  # only a built site
+    assert upload["with"]["path"] == "${{ steps.prhub.outputs.site }}"
+    build, deploy = workflow["jobs"]["build"], workflow["jobs"]["deploy"]
+    assert build["outputs"]["deploy"] == "${{ steps.artifact.outcome == 'success' }}"
+    assert deploy["if"] == "${{ !cancelled() && needs.build.outputs.deploy == 'true' }}"
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert build["permissions"] == {"contents": "read", "pull-requests": "read", "pages": "read"}
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_commit_step_pushes_once_and_only_a_change(
-    workflow: dict[Any, Any], tmp_path: Path
-) -> None:
+def test_the_commit_step_pushes_once_and_only_a_change(tmp_path: Path) -> None:
+    workflow = load(workflow_text())
+
     def git(*args: str, cwd: Path = tmp_path) -> str:
         return subprocess.run(
             ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
@@ -245,33 +123,36 @@ def test_commit_step_pushes_once_and_only_a_change(
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path),
         "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "someone",
-        "GIT_AUTHOR_EMAIL": "someone@example.com",
-        "GIT_COMMITTER_NAME": "someone",
-        "GIT_COMMITTER_EMAIL": "someone@example.com",
-    }
+        **{f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+           for what, value in (("NAME", "someone"), ("EMAIL", "someone@example.com"))},
+    }  # fmt: skip
     git("init", "--quiet", "--bare", "--initial-branch=main", "origin.git")
     git("clone", "--quiet", "origin.git", "seed")
     seed = tmp_path / "seed"
-    (seed / "README.md").write_text("rocket\n")
     (seed / ".gitignore").write_text("/reports/\n")  # as prhub's own repository has
     git("add", ".", cwd=seed)
     git("commit", "--quiet", "-m", "start", cwd=seed)
     git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
     git("clone", "--quiet", "--depth=1", f"file://{tmp_path / 'origin.git'}", "checkout")
     checkout = tmp_path / "checkout"
+    report = "reports/acme/rocket/2026-W31.md"
     (checkout / "reports/acme/rocket").mkdir(parents=True)
-    (checkout / REPORT).write_text("# report\n")
+    (checkout / report).write_text("# report\n")
     (seed / "NEWS.md").write_text("pushed while prhub ran\n")
     git("add", ".", cwd=seed)
     git("commit", "--quiet", "-m", "meanwhile", cwd=seed)
     git("push", "--quiet", "origin", "HEAD:main", cwd=seed)
-
-    values = {"steps.prhub.outputs.report": REPORT}
-    commit = step(workflow, name="Commit the report")
-    runner_env = {"GIT_CONFIG_NOSYSTEM": "1"}  # the step sets the identity itself
+    commit = runner.step(workflow, "weekly", name="Commit the reports")
+    assert commit["if"] == "always() && steps.prhub.outputs.report != ''"
     for _ in range(2):
-        done, _outputs = run_step(workflow, commit, values, checkout, runner_env)
+        done, _ = runner.run_step(
+            workflow,
+            "weekly",
+            commit,
+            {"steps.prhub.outputs.report": report},
+            checkout,
+            {"GIT_CONFIG_NOSYSTEM": "1"},
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         log = git("log", "--format=%an|%s", "main", cwd=tmp_path / "origin.git")
         assert log.splitlines() == [
@@ -282,124 +163,189 @@ def test_commit_step_pushes_once_and_only_a_change(
     assert "nothing to commit" in done.stdout
 
 
-def test_init_ci_writes_refuses_then_overwrites_with_force(tmp_path: Path) -> None:
-    path = init_ci(tmp_path, install=INSTALL_PLACEHOLDER)
-    assert path == tmp_path / ".github" / "workflows" / "prhub-weekly.yml" == tmp_path / WORKFLOW
-    assert path.read_text(encoding="utf-8") == workflow_text()
-    path.write_text("edited by the team\n")
-    with pytest.raises(ConfigError, match="--force") as failure:
-        init_ci(tmp_path, install=INSTALL_PLACEHOLDER)
-    assert "\n" not in str(failure.value)
-    assert path.read_text() == "edited by the team\n"
-    assert init_ci(tmp_path, force=True, install=INSTALL_PLACEHOLDER) == path
-    assert path.read_text(encoding="utf-8") == workflow_text()
+# init-ci
+
+
+def test_the_action_is_named_by_the_metadata_and_pinned_to_this_version(tmp_path: Path) -> None:
+    path = init_ci(tmp_path, meta=HOME)
+    assert path == tmp_path / WORKFLOW
+    text = path.read_text(encoding="utf-8")
+    assert f"uses: {ACTION}\n" in text and ACTION_PLACEHOLDER not in text
+    assert load(text) == load(workflow_text().replace(ACTION_PLACEHOLDER, ACTION))
+    assert ci.home(meta("Homepage, https://x.example", "Source, https://github.com/o/p.git")) == (
+        "o/p"
+    )
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [meta("Repository, https://github.com/your-org/prhub"), meta("Homepage, https://x"), meta()],
+)
+def test_without_a_home_of_its_own_init_ci_asks_for_the_action(
+    tmp_path: Path, metadata: Message
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        init_ci(tmp_path, meta=metadata)
+    assert f"pass --action OWNER/REPO@v{__version__}" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / ".github").exists()
+    written = init_ci(tmp_path, action="team/prhub-fork@v9", meta=metadata)
+    assert "uses: team/prhub-fork@v9\n" in written.read_text()
+
+
+@pytest.mark.parametrize("action", ["acme/prhub", "https://github.com/acme/prhub@v1", "a b@c"])
+def test_an_action_that_is_no_owner_repo_at_ref_is_refused(tmp_path: Path, action: str) -> None:
+    with pytest.raises(ConfigError, match="is no Action: give OWNER/REPO@REF"):
+        init_ci(tmp_path, action=action)
 
 
 @pytest.mark.parametrize(
     ("install", "wanted"),
     [
-        ("prhub==0.3.1", "prhub==0.3.1"),
-        (
-            "prhub @ git+https://github.com/acme/prhub@5f1c2e9",
-            "prhub @ git+https://github.com/acme/prhub@5f1c2e9",
-        ),
-        (
-            "https://github.com/acme/prhub@v0.2.0",
-            "prhub @ git+https://github.com/acme/prhub@v0.2.0",
-        ),
-        ("git+ssh://git@host/acme/prhub.git", "prhub @ git+ssh://git@host/acme/prhub.git"),
-        ("https://x/prhub-0.2-py3-none-any.whl", "prhub @ https://x/prhub-0.2-py3-none-any.whl"),
-        ('prhub @ https://x/"q"\\w.whl', 'prhub @ https://x/"q"\\w.whl'),
+        ("prhub-digest==0.3.1", "prhub-digest==0.3.1"),
+        ("https://github.com/acme/prhub@v0.2.0", "prhub-digest @ git+https://github.com/acme/prhub@v0.2.0"),
+        ("https://x/prhub_digest-0.2-py3-none-any.whl", "prhub-digest @ https://x/prhub_digest-0.2-py3-none-any.whl"),
     ],
-)
-def test_init_ci_sets_the_install_requirement(
-    tmp_path: Path, install: str | None, wanted: str
+)  # fmt: skip
+def test_an_install_spec_goes_into_the_actions_input(
+    tmp_path: Path, install: str, wanted: str
 ) -> None:
-    assert requirement(install) == wanted
-    path = init_ci(tmp_path, install=install)
-    written = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert written["env"]["PRHUB_INSTALL"] == wanted
-    expected = yaml.safe_load(workflow_text())
-    expected["env"]["PRHUB_INSTALL"] = wanted
-    assert written == expected
-    assert f"It installs {wanted} (" in next_steps(path, install)
-
-
-def test_init_ci_refuses_a_target_that_is_not_a_directory(tmp_path: Path) -> None:
-    missing = tmp_path / "no-such-checkout"
-    with pytest.raises(ConfigError) as failure:
-        init_ci(missing)
-    assert str(failure.value) == (
-        f"{missing} does not exist: give the checkout of the repository to add it to"
-    )
-    assert not missing.exists()  # nothing created on the way
-    a_file = tmp_path / "README.md"
-    a_file.write_text("x")
-    with pytest.raises(ConfigError, match="is not a directory"):
-        init_ci(a_file)
+    path = init_ci(tmp_path, action=ACTION, install=install)
+    step = action_step(load(path.read_text()), "weekly")
+    assert step["with"]["install"] == wanted
 
 
 @pytest.mark.parametrize(
-    ("record", "wanted"),
+    ("install", "says"),
     [
-        (
-            {
-                "url": "https://github.com/acme/prhub",
-                "vcs_info": {"vcs": "git", "commit_id": "ab12"},
-            },
-            "prhub @ git+https://github.com/acme/prhub@ab12",
-        ),
-        (
-            {"url": "https://x/prhub-0.2-py3-none-any.whl", "archive_info": {"hashes": {}}},
-            "prhub @ https://x/prhub-0.2-py3-none-any.whl",
-        ),
-        ({"url": "file:///src/prhub", "dir_info": {"editable": True}}, "prhub @ file:///src/prhub"),
-        ({"url": "https://hg/x", "vcs_info": {"vcs": "hg"}}, None),
-        (None, None),
+        ("prhub", "names the package index's prhub, another project"),
+        ("PRHUB==0.2.1", "names the package index's prhub, another project"),
+        ("prhub @ git+https://github.com/acme/prhub", "another project"),
+        ("file:///home/me/prhub", "a path on this machine"),
+        ("./prhub", "a path on this machine"),
+        ("prhub-digest @ file:///src/prhub", "a path on this machine"),
     ],
 )
-def test_the_install_line_comes_from_pep_610(record: dict[str, Any] | None, wanted: str | None):
-    assert ci.from_record(record) == wanted
+def test_the_indexs_prhub_and_local_paths_are_refused(
+    tmp_path: Path, install: str, says: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        init_ci(tmp_path, action=ACTION, install=install)
+    assert not (tmp_path / ".github").exists()
 
 
-def test_the_running_prhub_is_read_from_its_direct_url_json() -> None:
-    from importlib import metadata
+def test_all_digests_every_repository_of_prhub_toml_and_is_suggested(tmp_path: Path) -> None:
+    (tmp_path / "prhub.toml").write_text('repos = ["acme/rocket", "acme/engine"]\n')
+    path = init_ci(tmp_path, action=ACTION, pages=True)
+    said = ci.next_steps(path, action=ACTION, pages=True)
+    assert "prhub.toml lists 2 repositories: rerun with --pages --force --all" in said
+    path = init_ci(tmp_path, action=ACTION, pages=True, all_repos=True, force=True)
+    assert action_step(load(path.read_text()), "build")["with"]["all"] is True
+    assert "--all" not in ci.next_steps(path, action=ACTION, pages=True, all_repos=True)
 
-    text = metadata.distribution("prhub").read_text("direct_url.json")
-    assert ci.installed() == (json.loads(text) if text else None)
+
+def test_init_ci_writes_refuses_then_overwrites_with_force(tmp_path: Path) -> None:
+    path = init_ci(tmp_path, action=ACTION, pages=True)
+    assert path == tmp_path / PAGES_WORKFLOW
+    path.write_text("edited by the team\n")
+    with pytest.raises(ConfigError, match="--force"):
+        init_ci(tmp_path, action=ACTION, pages=True)
+    assert path.read_text() == "edited by the team\n"
+    init_ci(tmp_path, action=ACTION, pages=True, force=True)
+    assert "uses: acme/prhub@" in path.read_text()
+    missing = tmp_path / "typo"
+    with pytest.raises(ConfigError, match="does not exist"):
+        init_ci(missing, action=ACTION)
+    assert not missing.exists()
 
 
-def test_the_written_install_line_installs_this_prhub_in_a_fresh_venv(tmp_path: Path) -> None:
-    """The line `init-ci` writes, installed offline into a new virtual environment: prhub's
-    own dependencies come from this one (a .pth), prhub itself from what the line names."""
-    pytest.importorskip("hatchling", reason="building prhub offline needs hatchling (dev extra)")
-    import sysconfig
-    import venv
+def test_the_command_says_which_action_runs_and_what_to_set(
+    env: dict[str, str | None], tmp_path: Path
+) -> None:
+    done = prhub(env, "init-ci", str(tmp_path), "--action", ACTION)
+    assert done.exit_code == 0, done.stderr
+    written = tmp_path / WORKFLOW
+    assert done.stdout.startswith(
+        f"wrote {written}\n"
+        f"It runs prhub's Action {ACTION} (as given),\n"
+        "which installs prhub from its own checkout; the tag must exist in that repository.\n"
+        "To run another, rerun with --force --action OWNER/REPO@TAG.\n"
+        "Next, in the repository on GitHub: Settings > Secrets and variables > Actions:\n"
+    )
+    pages = prhub(env, "init-ci", str(tmp_path), "--action", ACTION, "--pages")
+    assert pages.exit_code == 0, pages.stderr
+    assert f"{written} also runs prhub weekly: delete it unless you want both.\n" in pages.stdout
+    assert 'Source: "GitHub Actions"' in pages.stdout
+    refused = prhub(env, "init-ci", str(tmp_path), "--force")  # the dev install names none
+    assert refused.exit_code == 3 and "pass --action OWNER/REPO@v" in refused.stderr
 
-    record = ci.installed()
-    if record is None or not record["url"].startswith("file:"):
-        pytest.skip(f"this prhub was not installed from a local path ({record}): needs the network")
-    repo = tmp_path / "checkout"
-    repo.mkdir()
-    wanted = yaml.safe_load(init_ci(repo).read_text(encoding="utf-8"))["env"]["PRHUB_INSTALL"]
-    assert wanted == f"prhub @ {record['url']}"
-    fresh = tmp_path / "fresh"
-    venv.create(fresh, with_pip=False)
-    python = fresh / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+
+@pytest.mark.skipif(ACTIONLINT is None, reason="actionlint is not installed (dev extra)")
+def test_what_init_ci_writes_passes_actionlint_and_names_no_local_path(tmp_path: Path) -> None:
+    """With shellcheck beside it (dev extra), actionlint checks the steps' scripts too."""
+    written = [
+        init_ci(tmp_path / name, action=ACTION, pages=pages, all_repos=pages, install=install)
+        for name, pages, install in (
+            ("a", False, None),
+            ("b", True, None),
+            ("c", False, "prhub-digest==0.1.0"),
+        )
+        if (tmp_path / name).mkdir() is None
+    ]
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        for local in (str(ROOT), str(Path.home()), str(tmp_path), "file:", sys.prefix):
+            assert local not in text, local
+    lint = [*written, EXAMPLES / "many-repositories.yml", RELEASE]
+    done = subprocess.run(
+        [str(ACTIONLINT), *map(str, lint)],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.strip()
-    (Path(site) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps"]
-    done = subprocess.run(
-        [*pip, "--no-build-isolation", wanted], capture_output=True, text=True, timeout=300
+        env={**os.environ, "PATH": BIN},
     )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# The release
+
+
+def test_a_version_tag_builds_and_publishes_by_trusted_publishing() -> None:
+    workflow = load(RELEASE.read_text(encoding="utf-8"))
+    assert triggers(workflow) == {"push": {"tags": ["v*"]}}
+    assert workflow["permissions"] == {"contents": "read"}
+    publish = workflow["jobs"]["publish"]
+    assert publish["permissions"] == {"id-token": "write"}  # no token: the index trusts it
+    assert publish["environment"]["name"] == "pypi"
+    assert publish["steps"][-1]["uses"] == "pypa/gh-action-pypi-publish@release/v1"
+    assert "secrets." not in json.dumps(workflow)
+
+
+@pytest.mark.parametrize(("tag", "code"), [(f"v{__version__}", 0), ("v9.9.9", 1)])
+def test_the_release_refuses_a_tag_that_is_not_the_version(
+    tmp_path: Path, tag: str, code: int
+) -> None:
+    workflow = load(RELEASE.read_text(encoding="utf-8"))
+    check = runner.step(workflow, "build", name="Check that the tag names this version")
+    (tmp_path / "checkout" / "prhub").mkdir(parents=True)
+    shutil.copy(ROOT / "prhub" / "__init__.py", tmp_path / "checkout" / "prhub")
+    done, _ = runner.run_step(
+        workflow, "build", check, {"github.ref_name": tag}, tmp_path / "checkout", {}
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+
+
+def test_the_release_names_its_own_repository_as_the_actions_home(tmp_path: Path) -> None:
+    workflow = load(RELEASE.read_text(encoding="utf-8"))
+    stamp = runner.step(workflow, "build", name="Name this repository in the metadata")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", checkout)
+    where = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/prhub"}
+    done, _ = runner.run_step(workflow, "build", stamp, {}, checkout, where)
     assert done.returncode == 0, done.stderr
-    shown = subprocess.run([fresh / "bin" / "prhub", "--version"], capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == f"prhub {__version__}\n"
-    # Installed there, not found elsewhere.
-    assert Path(site, "prhub", "cli", "commands.py").is_file()
+
+    def repository(pyproject: Path) -> str:
+        return str(tomllib.loads(pyproject.read_text())["project"]["urls"]["Repository"])
+
+    assert ci.home(meta(f"Repository, {repository(checkout / 'pyproject.toml')}")) == "acme/prhub"
+    assert ci.home(meta(f"Repository, {repository(ROOT / 'pyproject.toml')}")) is None  # unset

@@ -17,8 +17,19 @@ from prhub.model import PRDigest, WeeklyReport
 from prhub.prepare.redact import marker
 from prhub.run.restore import import_dir
 from prhub.store.store import Store, StoredNarrative
-from tests.factories import GITHUB, assert_fails, assert_ok, digest, prhub, report
-from tests.standins import LLMStandIn
+from tests.factories import (
+    FIXTURES,
+    GITHUB,
+    GITHUB_TOKEN,
+    OPENAI_KEY,
+    assert_fails,
+    assert_ok,
+    cli_env,
+    digest,
+    prhub,
+    report,
+)
+from tests.standins import GitHubStandIn, LLMStandIn
 
 WEEKS = {31: [101, 102, 103, 104, 105, 106], 32: [107, 108, 109]}
 SITE = Path("acme") / "rocket"  # where a site keeps a repository's pages
@@ -28,9 +39,9 @@ class Made:
     """Weeks 31 and 32 made on a first store: each week's Markdown, and the JSON a site holds
     (weeks/YEAR-WNN.json, pr/N.json) under `site`."""
 
-    def __init__(self, env: dict[str, str | None], root: Path) -> None:
+    def __init__(self, env: dict[str, str | None], root: Path, make: bool = True) -> None:
         self.env, self.site, self.first = env, root / "site", root / "first"
-        for week, numbers in WEEKS.items():
+        for week, numbers in WEEKS.items() if make else ():
             args = ["weekly", "--year", "2026", "--week", str(week), "--out"]
             assert_ok(prhub(env, *args, str(self.first / f"W{week}.md")))
             assert_ok(prhub(env, *args, str(self.site / SITE / "weeks" / f"2026-W{week}.json")))
@@ -49,9 +60,23 @@ class Made:
         return folder
 
 
+@pytest.fixture(scope="module")
+def made_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The weeks made once for the module, on stand-ins of its own."""
+    root = tmp_path_factory.mktemp("made")
+    with (
+        GitHubStandIn(FIXTURES / "github", token=GITHUB_TOKEN) as github,
+        LLMStandIn(api_key=OPENAI_KEY) as llm,
+    ):
+        Made(cli_env(github, llm, root / "store.db", PRHUB_REPO="acme/rocket"), root)
+    return root
+
+
 @pytest.fixture
-def made(env: dict[str, str | None], tmp_path: Path) -> Made:
-    return Made(env, tmp_path)
+def made(env: dict[str, str | None], tmp_path: Path, made_once: Path) -> Made:
+    """The weeks made, in this test's folder: their store is the one `env` names."""
+    shutil.copytree(made_once, tmp_path, dirs_exist_ok=True)
+    return Made(env, tmp_path, make=False)
 
 
 @pytest.fixture

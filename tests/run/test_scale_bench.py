@@ -14,7 +14,7 @@ LIMIT = 30  # core requests an hour: one repository's week fits in it, two do no
 
 def table(out: str) -> tuple[list[str], dict[str, list[str]]]:
     """The sizes and each row's cells of the printed table."""
-    lines = out.partition("\n\n")[2].splitlines()
+    lines = out.split("\n\n")[1].splitlines()
     rows = [re.split(r"\s{2,}", line) for line in lines[1:]]
     return lines[0].split(), {cells[0]: cells[1:] for cells in rows}
 
@@ -56,3 +56,8 @@ def test_two_sizes_of_an_organisation_wait_revalidate_and_batch(
     costs = zip(numbers(rows["cost online (USD)"]), numbers(rows["cost batch (USD)"]), strict=True)
     assert all(0 < batch < online for online, batch in costs)
     assert all(re.fullmatch(r"[1-9]\d* MiB", cell) for cell in rows["peak RSS of a prhub run"])
+    # One search a repository-week: GitHub's count comes with the first page.
+    assert numbers(rows["first run: searches per repository-week"]) == [1.0, 1.0]
+    assert numbers(rows["rerun: searches per repository-week"]) == [1.0, 1.0]
+    growth = out.split("\n\n")[2]
+    assert re.match(r"peak RSS per added repository, N=1 to N=2: -?\d+\.\d\d MiB \(first", growth)

@@ -13,8 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from prhub.cli import app
+from prhub.model import WeeklyReport
+from prhub.publish import render
 from prhub.text import sentences
-from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT, cli_env
+from prhub.weekly.prose import holds_noun
+from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT, cli_env, unlinked
 from tests.standins import GitHubStandIn, LLMStandIn
 
 RECORDED = ROOT / "tests" / "replies" / "strong" / "verl-2026-07-28.json"
@@ -128,10 +131,79 @@ def test_the_weekly_narrative_publishes_what_the_model_wrote(replayed):
     record, report, _ = replayed
     written = next(a["content"] for a in record["answers"] if a["kind"] == "weekly")
     narrative = report["narrative"]
-    for name in ("highlights", "key_changes", "risks", "follow_ups"):
+    for name in ("highlights", "key_changes", "follow_ups"):
         shown = [plain(x) for x in narrative[name]]
         assert [x for x in written[name] if plain(x) not in shown] == [], name
+    risks = [plain(r["text"]) for r in narrative["risks"]]  # recorded as texts alone
+    assert [x for x in written["risks"] if plain(x) not in risks] == []
     assert plain(written["lead"]) == plain(narrative["lead"])
+    assert report["meta"]["dropped"] == [] and narrative["carried_over"] == []
+
+
+# What a reader scans first: the short risks at the top of a weekly report.
+
+REFERENCE = ROOT.parent / "shared" / "reference"
+ENDS = "。！？"
+CLAUSE_ENDS = "，,；;：:、"
+
+
+def top_and_full(markdown: str) -> tuple[list[str], list[str]]:
+    """The short risks at the top of a report and the risks of its section 4, as read."""
+    top = markdown.split("## 风险观察", 1)[1].split("\n## ", 1)[0]
+    full = markdown.split("### 4. 风险观察", 1)[1].split("\n### ", 1)[0]
+
+    def items(block: str) -> list[str]:
+        return [unlinked(x[2:].strip()) for x in block.splitlines() if x.startswith("- ")]
+
+    return items(top), items(full)
+
+
+def whole(short: str, risk: str) -> bool:
+    """A short risk that reads whole: it ends a sentence, names something its risk names, and
+    is either written as a headline or a sentence of the risk up to that sentence's end."""
+    if not short or short[-1] not in ENDS or not holds_noun(short, risk):
+        return False
+    body = plain(short[:-1])
+    flat = plain(risk)
+    if not flat.startswith(body):
+        return True  # written as a headline: a sentence of its own
+    rest = flat[len(body) :]
+    return not rest or rest[0] in ENDS + "；;"  # a prefix only up to a sentence's end
+
+
+def reference_risks() -> tuple[list[str], list[str]]:
+    """The weekly reference's short and full risks, read at test time; skips without it."""
+    found = sorted(REFERENCE.glob("003_*.txt"))
+    if not found:
+        pytest.skip(f"the weekly reference is not at {REFERENCE}")
+    text = found[0].read_text(encoding="utf-8")
+    top = text.split("风险观察", 1)[1].split("完整周报", 1)[0]
+    full = text.split("4. 风险观察", 1)[1].split("5. ", 1)[0]
+
+    def bullets(block: str) -> list[str]:
+        return [x.strip().lstrip("•").strip() for x in block.splitlines() if "•" in x]
+
+    return bullets(top), bullets(full)
+
+
+def test_the_checker_of_short_risks_takes_the_references_and_refuses_fragments():
+    shorts, fulls = reference_risks()
+    assert len(shorts) == len(fulls) >= 3
+    assert all(whole(s, f) for s, f in zip(shorts, fulls, strict=True))  # calibrated
+    # A clause cut where a sentence goes on, as the old rule cut them.
+    fragment = "#7347 把 D2H 改为异步后。"
+    assert not whole(fragment, "#7347 把 D2H 改为异步后，采样偶发读到旧值。")
+
+
+def test_the_top_risks_of_a_replayed_week_are_whole_sentences(replayed):
+    _, report, _ = replayed
+    shown = render.weekly_markdown(WeeklyReport.model_validate(report))
+    shorts, fulls = top_and_full(shown)
+    assert shorts and len(shorts) == len(report["narrative"]["risks"])
+    for short, risk in zip(shorts, fulls, strict=False):
+        assert whole(short, risk), (short, risk)
+        numbers = set(re.findall(r"#\d+", short))
+        assert numbers <= set(re.findall(r"#\d+", risk)), short  # never other PRs appended
 
 
 def test_the_reduce_call_of_a_two_part_pr_reads_both_parts_notes_whole(corpus_dir, tmp_path):

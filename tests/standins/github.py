@@ -240,6 +240,8 @@ class GitHubStandIn(StandIn):
             return 200, {}, self._repository(owner, repo)
         if rest.startswith("/contents/"):
             return self._contents(owner, repo, rest.removeprefix("/contents/"))
+        if commit := re.fullmatch(r"/commits/([0-9a-fA-F]{7,40})/pulls", rest):
+            return self._commit_pulls(owner, repo, commit[1].lower(), request)
         match = re.fullmatch(r"/(pulls|issues)/(\d+)(/files|/reviews|/comments)?", rest)
         pull = match and self._pull(owner, repo, int(match[2]))
         if not match or not pull:
@@ -321,6 +323,20 @@ class GitHubStandIn(StandIn):
             },
         }
         return 200, {}, body
+
+    def _commit_pulls(self, owner: str, repo: str, sha: str, request: dict[str, Any]) -> Answer:
+        """GET /repos/{o}/{r}/commits/{sha}/pulls: the PRs whose merge commit it is, as GitHub
+        lists a squash-merged commit's PR; 422 for a SHA no commit has."""
+        pulls = [
+            self._read(owner, repo, f"pulls/{path.name}")
+            for path in sorted((self._dir(owner, repo) / "pulls").glob("*.json"))
+            if path.stem.isdigit()
+        ]
+        found = [p for p in pulls if (p.get("merge_commit_sha") or "").lower().startswith(sha)]
+        if not found:
+            message = f"No commit found for SHA: {sha}"
+            return 422, {}, {"message": message, "documentation_url": DOCS, "status": "422"}
+        return self._page(found, request)
 
     def _repository(self, owner: str, repo: str) -> dict[str, Any]:
         full = f"{owner}/{repo}"

@@ -190,10 +190,15 @@ def _written(reply: Any, prompt: str) -> Any:
     )  # a file's header in the diff or the index, else a folder's line in the index
     named = f"，详见 `{path.group(1) or path.group(2)}`" if path else ""
     sentence = f"{PLACEHOLDER}：这里概括这个改动的要点、影响和值得注意的风险{named}。"
-    return {
+    written = {
         key: sentence if value == PLACEHOLDER and key != "title" else value
         for key, value in reply.items()
     }
+    if "carried_over" in written and not re.search(r"^<last>$", prompt, re.MULTILINE):
+        written["carried_over"] = []  # as the prompt asks: nothing to look back at
+    if written.get("verdict") == "精读":  # the schema's first choice: a model weighs it
+        written["verdict"] = "快速浏览"
+    return written
 
 
 def _strict_problem(schema: dict[str, Any], where: tuple[str, ...] = ()) -> str | None:

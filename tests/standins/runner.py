@@ -54,11 +54,44 @@ def run_step(
     prelude: str = "",
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     """Runs a step's exact script as an Actions runner would; returns it and its outputs."""
+    layers = (workflow.get("env", {}), workflow["jobs"][job].get("env", {}), target.get("env", {}))
+    return run_script(target, layers, values, cwd, env, prelude)
+
+
+def action_values(action: dict[str, Any], given: dict[str, str]) -> dict[str, str]:
+    """The `inputs.*` expressions of a composite action's steps: its defaults, then `given`."""
+    found = {f"inputs.{k}": str(v.get("default", "")) for k, v in action["inputs"].items()}
+    return {**found, **{f"inputs.{k}": v for k, v in given.items()}}
+
+
+def run_action_step(
+    target: dict[str, Any],
+    values: dict[str, str],
+    cwd: Path,
+    env: dict[str, str],
+    prelude: str = "",
+    timeout: float = 120,
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """Runs a composite action's step (its `shell: bash`) as the runner would: its env, with
+    GITHUB_ACTION_PATH from `env`; returns it and its outputs."""
+    assert target["shell"] == "bash", target
+    return run_script(target, (target.get("env", {}),), values, cwd, env, prelude, timeout)
+
+
+def run_script(
+    target: dict[str, Any],
+    layers: tuple[dict[str, Any], ...],
+    values: dict[str, str],
+    cwd: Path,
+    env: dict[str, str],
+    prelude: str = "",
+    timeout: float = 120,
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """A step's script, its expressions filled in, run by bash in `cwd` with the env layers."""
     runner = cwd.parent / "runner"
     runner.mkdir(exist_ok=True)
     outputs = runner / "output"
     outputs.write_text("")
-    layers = (workflow.get("env", {}), workflow["jobs"][job].get("env", {}), target.get("env", {}))
     step_env = {k: expand(str(v), values) for layer in layers for k, v in layer.items()}
     full_env = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -70,25 +103,29 @@ def run_step(
     }
     script = prelude + expand(target["run"], values)
     done = subprocess.run(
-        [*BASH, "-c", script], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120
+        [*BASH, "-c", script],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
     return done, written
 
 
 def weekly_values(github: Any, llm: Any) -> tuple[dict[str, str], dict[str, str]]:
-    """The expressions of the weekly step for week 31 on the stand-ins, and the runner's env."""
+    """The inputs of prhub's Action for week 31 on the stand-ins, and the runner's env."""
     from tests.factories import GITHUB_TOKEN, OPENAI_KEY
     from tests.standins.llm import MODEL
 
     values = {
-        "github.repository": "acme/rocket",
-        "inputs.week": "31",
-        "inputs.year": "2026",
-        "secrets.GITHUB_TOKEN": GITHUB_TOKEN,
-        "secrets.OPENAI_API_KEY": OPENAI_KEY,
-        "vars.OPENAI_BASE_URL": llm.url,
-        "vars.PRHUB_MODEL": MODEL,
+        "week": "31",
+        "year": "2026",
+        "github-token": GITHUB_TOKEN,
+        "openai-api-key": OPENAI_KEY,
+        "openai-base-url": llm.url,
+        "model": MODEL,
     }
     # On github.com the runner sets GITHUB_API_URL to https://api.github.com.
     env = {"GITHUB_API_URL": github.url, "PRHUB_CACHE_DIR": os.environ["PRHUB_CACHE_DIR"]}

@@ -483,6 +483,7 @@ def test_empty_week() -> None:
         "first_time": [],
         "mean_importance": None,
         "key_prs": [],
+        "last": None,  # the run gives the last period's stored report, where there is one
     }
 
 

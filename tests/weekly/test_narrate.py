@@ -14,13 +14,11 @@ from prhub.llm.llm import LLM
 from prhub.model import PRDigest, Trend, WeeklyNarrative, WeeklyReport
 from prhub.prepare.tokens import count
 from prhub.weekly import narrate
+from prhub.weekly.lines import LINE_MIN, digest_line, fitted
 from prhub.weekly.narrate import (
-    LINE_MAX,
-    LINE_MIN,
+    LINE_ESTIMATE,
     assemble,
-    digest_line,
     draft_text,
-    line_share,
     planned_tokens,
     restates,
     whole_lines,
@@ -56,56 +54,72 @@ def client(llm: LLMStandIn) -> Iterator[Any]:
 # digest_line
 
 
-def test_digest_line_carries_every_risk_design_decision_and_follow_up_in_that_order():
+def test_digest_line_carries_every_item_of_every_list_in_order():
     d = digest(
         risks=["甲风险", "乙风险", "丙风险：CANN 9.1.0 上 int16 溢出"],
         design_decisions=["设计一"],
         follow_ups=["后续一", "后续二"],
+        discussion=["@lead 要求补测试"],
     )
-    line = digest_line(d, SETTINGS, LINE_MAX)
+    line = digest_line(d, SETTINGS)
     c = d.content
     assert line == (
         f"#101 [{', '.join(d.tags)}] {c.title} | "
         f"{c.verdict}，重要性 {c.importance:.1f}：{c.importance_reason} | "
         "风险：甲风险；乙风险；丙风险：CANN 9.1.0 上 int16 溢出 | "
-        "设计：设计一 | 后续：后续一；后续二"
+        "设计：设计一 | 后续：后续一；后续二 | 讨论：@lead 要求补测试"
     )
 
 
 def test_digest_line_without_lists_is_its_head_and_verdict():
-    line = digest_line(digest(risks=[], design_decisions=[], follow_ups=[]), SETTINGS)
+    line = digest_line(
+        digest(risks=[], design_decisions=[], follow_ups=[], discussion=[]), SETTINGS
+    )
     assert "风险：" not in line and "设计：" not in line and "未列出" not in line
     assert line.count(" | ") == 1
 
 
-def test_a_short_share_keeps_whole_items_in_priority_order_and_counts_the_rest():
+def test_a_short_share_takes_whole_items_a_round_of_lists_at_a_time():
     risks = [f"第{i}条风险：并发写入可能丢数据，且没有回滚路径。" for i in range(6)]
     decisions = [f"第{i}条设计：缓存集中在一处，便于日后调整。" for i in range(3)]
     d = digest(risks=risks, design_decisions=decisions, follow_ups=["补一个跨批次单测。"])
     line = digest_line(d, SETTINGS, 200)
     assert count(line) <= 200 and "\ufffd" not in line
-    items = line.split(" | ")[2:]
-    assert items[0].startswith("风险：")
-    shown = items[0].removeprefix("风险：").split("；")
-    assert shown == risks[: len(shown)] and 0 < len(shown) < len(risks)  # whole, first first
-    assert not any(x in line for x in decisions)  # risks come before design decisions
-    left = len(risks) - len(shown) + len(decisions) + 1
-    assert items[-1] == f"另有 {left} 条未列出"
+    shown = {part.split("：", 1)[0]: part for part in line.split(" | ")[2:]}
+    # The first of each list before the second of any: no list is starved by a longer one.
+    assert risks[0] in shown["风险"] and decisions[0] in shown["设计"]
+    assert "补一个跨批次单测。" in shown["后续"]
+    kept = sum(r in line for r in risks), sum(x in line for x in decisions)
+    assert 0 < kept[0] < len(risks) and kept[0] - kept[1] in (0, 1)
+    hidden = sum(r not in line for r in risks) + sum(x not in line for x in decisions)
+    assert line.endswith(f"另有 {hidden} 条未列出")
 
 
 def test_an_item_too_long_for_the_share_is_left_out_whole_and_the_next_one_kept():
     huge = "并发写入可能丢数据，且没有回滚。" * 200
-    d = digest(risks=[huge, "短风险"], design_decisions=[], follow_ups=[])
+    d = digest(risks=[huge, "短风险"], design_decisions=[], follow_ups=[], discussion=[])
     line = digest_line(d, SETTINGS, LINE_MIN)
     assert count(line) <= LINE_MIN
     assert "并发写入" not in line  # never cut inside an item
     assert line.endswith(" | 风险：短风险 | 另有 1 条未列出")
 
 
-def test_each_prs_share_is_the_room_over_the_prs_within_bounds():
-    assert line_share(10_000, 5) == LINE_MAX  # a small week: capped
-    assert line_share(10_000, 60) == 10_000 // 60 - 2  # from the budget and the PR count
-    assert line_share(3_000, 40) == LINE_MIN  # below it the week is written in groups
+def test_lines_that_fit_are_whole_and_others_share_the_room_fairly():
+    short = digest(risks=["短风险"], follow_ups=["补测试。"]).model_copy(update={"number": 7})
+    wordy = [
+        digest(risks=[f"第{i}条风险：并发写入可能丢数据。" for i in range(40)]).model_copy(
+            update={"number": 100 + n}
+        )
+        for n in range(3)
+    ]
+    everything = [short, *wordy]
+    whole = [digest_line(d, SETTINGS) for d in everything]
+    room = sum(count(line) + 2 for line in whole)
+    assert fitted(everything, SETTINGS, room) == whole  # every item of every digest
+    squeezed = fitted(everything, SETTINGS, room // 2)
+    assert squeezed[0] == whole[0]  # a short line stays whole
+    sizes = [count(line) for line in squeezed[1:]]
+    assert max(sizes) - min(sizes) <= 40 and sum(count(x) + 2 for x in squeezed) <= room // 2
 
 
 def test_whole_lines_never_cuts_a_line_and_says_how_many_went():
@@ -131,7 +145,7 @@ def test_planned_tokens_for_a_few_digests_is_one_call():
     assert calls == 1
     more_calls, more = planned_tokens(facts, 4, SETTINGS)
     assert more_calls == 1
-    assert LINE_MAX <= more - tokens <= LINE_MAX + 10  # one line more, at its full share
+    assert more - tokens == LINE_ESTIMATE + 2  # one line more, at its estimate
 
 
 def test_planned_tokens_with_a_small_budget_is_groups_and_a_final_call():
@@ -152,7 +166,7 @@ def test_draft_text_joins_the_parts_a_final_call_merges():
         highlights=["亮点一 #101", "亮点二"],
         key_changes=["变化 #102"],
         trends=[Trend(theme="rollout", prs=[101], judgement="升温")],
-        risks=["风险 #106"],
+        risks=[{"headline": "短", "text": "风险 #106"}],
         follow_ups=["后续不进草稿"],
     )
     assert draft_text(n) == (
@@ -185,12 +199,17 @@ def test_narrate_is_one_grounded_call_when_the_week_fits(llm, client):
     assert usage.calls == 1 and usage.tokens_in == count(prompt_text(body))
     text = prompt_text(body)
     for d in r.digests:
-        assert digest_line(d, config, LINE_MAX) in text
+        assert digest_line(d, config) in text  # whole: the week fits
     assert "第 1 组草稿" not in text
     assert narrative.highlights == ["#101 修复温度为零。"]  # "另见 #999" went whole
     assert [k.number for k in narrative.key_prs] == [101]
     assert narrative.trends[0].prs == [101]
-    assert dropped == 3  # #999 in a highlight, in a key PR note and in a trend
+    # #999 in a highlight, in a trend and in a key PR note, each recorded where it was
+    assert [(d.field, d.text) for d in dropped] == [
+        ("highlights", "#999"),
+        ("trends", "#999"),
+        ("key_prs", "#999"),
+    ]
 
 
 def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
@@ -204,10 +223,10 @@ def test_weekly_narrative_map_reduces_when_digests_overflow(llm, client):
     final = prompt_text(sent[-1])
     assert "第 1 组草稿" in final and "第 2 组草稿" in final
     assert not any("第 1 组草稿" in prompt_text(body) for body in sent[:-1])
-    # Every PR reaches exactly one group's prompt in full.
+    # Every PR reaches exactly one group's prompt.
     for d in many:
-        line = digest_line(d, small)
-        assert sum(line in prompt_text(body) for body in sent[:-1]) == 1, d.number
+        head = f"#{d.number} ["
+        assert sum(head in prompt_text(body) for body in sent[:-1]) == 1, d.number
     # The dry run's estimate of the same narrative is an upper bound of what was sent.
     calls, tokens = planned_tokens(facts, 40, small)
     assert calls >= usage.calls
@@ -222,12 +241,10 @@ def test_a_week_that_fits_gives_each_pr_its_share_of_the_budget(llm, client):
     narrate.narrate(facts, many, budget, client(budget))
     [body] = llm.bodies  # one call: the lines were sized to fit it
     text = prompt_text(body)
-    each = line_share(budget.input_budget - narrate._fixed_tokens(facts, budget), 60)
-    assert LINE_MIN < each < LINE_MAX
-    for d in many:
-        line = digest_line(d, budget, each)
-        assert line in text and count(line) <= each
-        assert "风险：" + risks[0] in line  # more than the old two risks' worth
+    room = budget.input_budget - narrate._fixed_tokens(facts, budget)
+    for line in fitted(many, budget, room):
+        assert line in text and LINE_MIN <= count(line) <= room // 60
+        assert "风险：" + risks[0] in line and "设计：" in line  # no list starved
     assert count(text) <= budget.input_budget
 
 
@@ -245,7 +262,7 @@ def small_model_reply(body: dict[str, Any]) -> str:
             "highlights": [SMALL_MODEL_HIGHLIGHT, "#101 修复温度为 0 时的崩溃。"],
             "key_changes": [SMALL_MODEL_HIGHLIGHT, "#106 重命名配置项。"],
             "trends": [],
-            "risks": [SMALL_MODEL_HIGHLIGHT + "\n", "#103 没有补测试。"],
+            "risks": [SMALL_MODEL_HIGHLIGHT + "\n", "#103 没有补测试。"],  # texts alone
             "key_prs": [{"number": 102, "topic": "GRPO", "note": SMALL_MODEL_HIGHLIGHT}],
             "follow_ups": ["为 #106 补迁移说明。", "为 #106 补迁移说明。"],
         },
@@ -260,7 +277,7 @@ def test_a_small_models_repeated_paragraph_is_kept_once_where_it_first_shows(llm
     n, _, _ = narrate.narrate(r.facts, r.digests, config, client(config))
     assert n.highlights == [SMALL_MODEL_HIGHLIGHT, "#101 修复温度为 0 时的崩溃。"]
     assert n.key_changes == ["#106 重命名配置项。"]
-    assert n.risks == ["#103 没有补测试。"]
+    assert [r.text for r in n.risks] == ["#103 没有补测试。"]
     assert n.key_prs == []  # its note repeated a highlight: the table shows the digest's reason
     assert n.follow_ups == ["为 #106 补迁移说明。"]
     assert n.summary == "训练算法扩展，配置收紧。"  # the figures line before it says the rest
@@ -377,7 +394,7 @@ def test_v4_lets_the_narrative_state_numbers_its_digests_state():
 
 
 def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the_facts():
-    from prhub.weekly.narrate import ground_weekly
+    from prhub.weekly.ground import ground_weekly
 
     facts = report().facts  # 6 PRs
     n = WeeklyNarrative(
@@ -394,15 +411,20 @@ def test_numbers_a_digest_states_survive_grounding_and_pr_counts_still_match_the
 
 def test_a_sentence_that_credits_a_path_to_a_pr_that_did_not_change_it_goes():
     from prhub.model import KeyPRNote
-    from prhub.weekly.narrate import ground_weekly
+    from prhub.weekly.ground import ground_weekly
 
     facts = report().facts  # 6 PRs, #101 and #102 among them
-    changed = {101: {"verl/trainer/main_ppo.py"}, 102: {"docs/README.md", "setup.py"}}
+    # A bare name is a claimed path only where a changed file of the week bears it: #102's
+    # Makefile is; a Dockerfile no PR changed is a word.
+    changed = {
+        101: {"verl/trainer/main_ppo.py"},
+        102: {"docs/README.md", "setup.py", "Makefile"},
+    }
     n = WeeklyNarrative(
         lead="#102 删除了 main_ppo.py。#101 重写了 `verl/trainer/main_ppo.py`。",
         summary="",
         highlights=["#102 更新了 README.md", "#101 与 #102 改了 main_ppo.py 和 setup.py"],
-        risks=["#101 的 `Makefile` 没有测试", "main_ppo.py 没有测试"],
+        risks=["#101 的 `Makefile` 没有测试", "main_ppo.py 没有测试", "#101 需要重建 Dockerfile"],
         key_prs=[
             KeyPRNote(number=102, topic="文档", note="改了 main_ppo.py"),
             KeyPRNote(number=101, topic="训练", note="重写 main_ppo.py"),
@@ -411,7 +433,8 @@ def test_a_sentence_that_credits_a_path_to_a_pr_that_did_not_change_it_goes():
     out, dropped = ground_weekly(n, facts, changed)
     assert out.lead == "#101 重写了 `verl/trainer/main_ppo.py`。"
     assert out.highlights == n.highlights  # a changed file's name, by the PRs that changed it
-    assert out.risks == ["main_ppo.py 没有测试"]  # it credits no PR
+    # It credits no PR; a word in prose is no path.
+    assert [r.text for r in out.risks] == ["main_ppo.py 没有测试", "#101 需要重建 Dockerfile"]
     assert [k.note for k in out.key_prs] == ["", "重写 main_ppo.py"]
     assert [(d.field, d.text, d.reason) for d in dropped] == [
         ("lead", "#102 删除了 main_ppo.py。", "mentioned_as_changed"),
@@ -439,7 +462,7 @@ WEEKLY_CUTS = [
 
 @pytest.mark.parametrize(("text", "left", "gone"), WEEKLY_CUTS, ids=[c[0] for c in WEEKLY_CUTS])
 def test_what_cannot_stand_goes_with_its_pointing_clause_or_its_sentence(text, left, gone):
-    from prhub.weekly.narrate import ground_weekly
+    from prhub.weekly.ground import ground_weekly
 
     n = WeeklyNarrative(summary=text, highlights=[text])
     out, dropped = ground_weekly(n, report().facts)  # 6 PRs: #101 to #106
@@ -469,4 +492,4 @@ def test_the_drops_of_a_narrative_are_logged_and_counted(llm, client, caplog):
         "weekly: grounding dropped from trends (unknown_number): #999",
         "weekly: grounding dropped from key_prs (unknown_number): #999",
     ]
-    assert dropped == len(logged)
+    assert len(dropped) == len(logged)
