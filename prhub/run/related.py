@@ -12,7 +12,7 @@ from datetime import datetime
 from prhub import paths
 from prhub.config import named_zone
 from prhub.digest.claims import MAINTAINERS
-from prhub.digest.related import MOST, bounded
+from prhub.digest.related import MOST, ranked
 from prhub.errors import PrhubError, PRNotFound
 from prhub.github.commits import commit_pulls
 from prhub.github.source import GITHUB_IN_FLIGHT
@@ -112,7 +112,7 @@ def neighbours(
             shared.append((-len(both), n, both))
     for _, n, both in sorted(shared)[:MOST]:
         out.append(_neighbour(run, period[n], "same_files", week, both))
-    return bounded(out, pr.number)
+    return ranked(out, pr.number)
 
 
 def merged_week(run: Run, pr: PullRequest) -> tuple[datetime, datetime] | None:
