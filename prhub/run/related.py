@@ -22,7 +22,8 @@ from prhub.prepare.facts import REVERT_COMMIT, revert_target
 from prhub.run.fanout import FATAL, each
 from prhub.run.run import Run
 from prhub.text import refs
-from prhub.weekly.analyse import UNREAD, week_window
+from prhub.weekly.analyse import week_window
+from prhub.weekly.breaking import UNREAD
 
 log = logging.getLogger("prhub")
 # GitHub's closing keywords: what follows them is an issue the PR closes, not a PR to fetch.
