@@ -37,6 +37,7 @@ from prhub.defaults import ENV  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
 from prhub.github.source import GitHubSource  # noqa: E402
 from prhub.llm.llm import LLM  # noqa: E402
+from prhub.model import WeeklyReport  # noqa: E402
 from prhub.retry import StopToken  # noqa: E402
 from prhub.run import week as run_week  # noqa: E402
 from prhub.run.run import Run, window  # noqa: E402
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace, corpus: Path, tmp: Path, rate: float) -> dict[
                 w = window(settings, year=args.year, week=args.week)
                 with Run(settings, "weekly", source=source, llm=llm) as run:
                     report = run_week.weekly(run, w)
-                assert not isinstance(report, run_week.Waiting)
+                assert isinstance(report, WeeklyReport), report
                 outcome: str | None = None
             except PrhubError as exc:  # the whole run failed, e.g. the search itself
                 report, outcome = None, str(exc)

@@ -167,7 +167,7 @@ def neighbours(prs: list[PullRequest], settings: Settings) -> dict[int, list[Any
     references that the corpus holds, and the week's PRs that changed the same files (no
     digest lines: the corpus has no digests). Empty where prhub names none."""
     try:
-        from prhub.digest.related import bounded
+        from prhub.digest.related import bounded, ranked
         from prhub.model import Neighbour
         from prhub.run.related import _read_files, referenced
     except ImportError:  # a checkout before digests knew their neighbours
@@ -195,7 +195,7 @@ def neighbours(prs: list[PullRequest], settings: Settings) -> dict[int, list[Any
                         files=both,
                     )
                 )
-        near[pr.number] = bounded(found, settings.encoding, pr.number)
+        near[pr.number] = bounded(ranked(found, pr.number), settings.encoding)
     return near
 
 

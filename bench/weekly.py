@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from bench.standins import KEY, TOKEN, standin  # noqa: E402
 from prhub.config import Settings  # noqa: E402
 from prhub.errors import PrhubError  # noqa: E402
-from prhub.model import Usage  # noqa: E402
+from prhub.model import Usage, WeeklyReport  # noqa: E402
 from prhub.run import week as run_week  # noqa: E402
 from prhub.run.run import Run, window  # noqa: E402
 from prhub.store.store import Store  # noqa: E402
@@ -131,7 +131,7 @@ def measure(label: str, jobs: int, store: Path, args: argparse.Namespace, tmp: P
         with Run(settings, "weekly") as run:
             week = window(settings, year=args.year, week=args.week)
             report = run_week.weekly(run, week)
-            assert not isinstance(report, run_week.Waiting), report
+            assert isinstance(report, WeeklyReport), report
         seconds = time.perf_counter() - started
     return Result(
         label=label,

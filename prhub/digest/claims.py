@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import sys
 from collections.abc import Callable, Sequence
 from enum import Enum
 
@@ -118,17 +119,17 @@ def names(path: str, cited: str) -> bool:
     )
 
 
-def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
+def only_mentioned(pr: PullRequest, outsiders: bool = False) -> Callable[[str], bool]:
     """Whether a cited path is one the body or discussion names and the PR did not change:
-    it `names` no changed file and is not in the diff's text."""
+    it `names` no changed file and is not in the diff's text. With `outsiders`, only one that
+    no more than an outsider's comment names (not the body, its author or a maintainer)."""
     said = "\n".join([pr.body, *(c.body for c in pr.discussion)])
-    mentioned = {
-        *PATH.findall(said),
-        *(span.strip() for span in SPAN.findall(said) if FILE.fullmatch(span.strip())),
-        *BARE.findall(PATH.sub(" ", URL.sub(" ", said))),
-        *(c.path for c in pr.discussion if c.path),
-    }
-    mentioned |= {m.rsplit("/", 1)[-1] for m in mentioned}  # `plan.md` for `docs/plan.md`
+    mentioned = _mentioned(pr, said)
+    if outsiders:
+        inside = [
+            c.body for c in pr.discussion if c.author == pr.author or c.association in MAINTAINERS
+        ]
+        mentioned -= _mentioned(pr, "\n".join([pr.body, *inside]))
     paths = {p for f in pr.files for p in (f.path, f.previous_path) if p}
     patches = "\n".join(f.patch or "" for f in pr.files)
 
@@ -136,6 +137,16 @@ def only_mentioned(pr: PullRequest) -> Callable[[str], bool]:
         return cited in patches or any(names(p, cited) for p in paths)
 
     return lambda cited: cited in mentioned and not changed(cited)
+
+
+def _mentioned(pr: PullRequest, said: str) -> set[str]:
+    mentioned = {
+        *PATH.findall(said),
+        *(span.strip() for span in SPAN.findall(said) if FILE.fullmatch(span.strip())),
+        *BARE.findall(PATH.sub(" ", URL.sub(" ", said))),
+        *(c.path for c in pr.discussion if c.path),
+    }
+    return mentioned | {m.rsplit("/", 1)[-1] for m in mentioned}  # `plan.md` of `docs/plan.md`
 
 
 def says_changed(text: str, name: str) -> bool:
@@ -195,14 +206,17 @@ class Shown:
         self.numbers = known_numbers(pr) | related
         self.claimed = claimed_numbers(pr) | related
         self.mentioned = only_mentioned(pr)
+        self.steered = only_mentioned(pr, outsiders=True)
 
     def has(self, token: str, glob: bool) -> bool:
         return any(token in w for w in self.words) if glob else token in self.words
 
     def shorthand(self, token: str) -> bool:
-        """A token the input has only as part of a longer name (`_a2` of `npu_a2`): the
-        model's short name for it, not an invented one."""
-        return token.strip("_") != token and any(token in w and token != w for w in self.words)
+        """A token the input has only as part of a longer name (`_a2` of `npu_a2`,
+        `world_size` of `get_world_size`): the model's short name for it, not an invented one."""
+        if token.strip("_") != token:
+            return any(token in w and token != w for w in self.words)
+        return any(w.endswith("_" + token) or w.startswith(token + "_") for w in self.words)
 
     def verbatim(self, cited: str) -> bool:
         """The input holds it whole: not as part of a longer name (`a.py` is not `data.py`),
@@ -236,23 +250,50 @@ class Shown:
             return False
         return "/" in cited or says_changed(text, cited)
 
-    def fault(self, text: str, provenance: bool) -> DropReason | None:
+    def fault(self, text: str, provenance: bool, suggests: bool = False) -> DropReason | None:
         """Why a sentence or item cannot stand: it names a path or identifier the input never
-        had, or (with provenance) shows a path the PR only mentions as changed."""
-        spans = [s.strip() for s in SPAN.findall(text)]
-        for span in spans:
+        had, or (with provenance) shows a path the PR only mentions as changed.
+
+        A name the input lacks rests no claim on the PR, and stands with its marks, where the
+        text `suggests` (a follow-up proposes names to write), says the PR lacks it (`没有调用
+        `shutdown_asyncgens()``), or calls it on a module the input imports or the standard
+        library (`os.getpid()`, `torch.npu.set_device`)."""
+        spans = [(m.start(), m.group(1).strip()) for m in SPAN.finditer(text)]
+        for at, span in spans:
             verdict = self.span(span)
+            if verdict == "unknown_identifier" and (
+                suggests or denied(text, at) or self.outside_api(span)
+            ):
+                continue
             if isinstance(verdict, str):
                 return verdict
         paths = files(text)
         if not all(map(self.verbatim, paths)):
             return "unknown_path"
         # Outside code marks a name may be a concept's: `old_log_prob` for `old_log_probs`.
-        if not all(self.has(name, True) for name, _ in bare_names(text)):
+        if not suggests and not all(self.has(name, True) for name, _ in bare_names(text)):
             return "unknown_identifier"
-        if provenance and any(self.claims_change(text, c) for c in spans + paths):
+        cited = [span for _, span in spans] + paths
+        if provenance and any(self.claims_change(text, c) for c in cited):
+            return "mentioned_as_changed"
+        # What to do next may name a file the PR left alone, but not one only an outsider named.
+        if suggests and any(map(self.steered, cited)):
             return "mentioned_as_changed"
         return None
+
+    def outside_api(self, span: str) -> bool:
+        """Whether the span calls a name on a module from outside the repository: one of
+        Python's standard library, or one the input imports (`import torch`, `from torch
+        import nn`, `import numpy as np`)."""
+        root = CODE.match(span)
+        if root is None or not re.match(r"[A-Za-z_]\w*(?:\.|::)", span):
+            return False
+        name = re.split(r"\.|::", root.group())[0]
+        if name in sys.stdlib_module_names:
+            return True
+        imports = rf"(?m)^[+\- ]?\s*(?:import\s+[\w.]+\s+as\s+{name}\b|import\s+{name}\b"
+        imports += rf"|from\s+[\w.]+\s+import\s+[^\n]*\b{name}\b)"
+        return re.search(imports, self.text) is not None
 
     def unmark(self, text: str) -> tuple[str, list[str]]:
         """The text with the code spans it cannot verify and that name nothing (a plain word,
@@ -266,6 +307,12 @@ class Shown:
             return m.group(0)
 
         return SPAN.sub(plain, text), gone
+
+
+def denied(text: str, at: int) -> bool:
+    """Whether the words just before position `at` of `text` say something is not there or
+    not done: `没有调用 …`, `不含 …`, `未设置 …`."""
+    return NEGATED.search(_CLAUSE.split(text[max(0, at - 8) : at])[-1]) is not None
 
 
 def files(text: str) -> list[str]:

@@ -22,6 +22,7 @@ from prhub.digest.notes import (
     notes_key,
     trim_notes,
 )
+from prhub.digest.related import bounded
 from prhub.errors import ConfigError
 from prhub.llm.limits import ContextTooLong
 from prhub.llm.llm import LLM, schema_text
@@ -108,7 +109,7 @@ def plan(
     `mode` is the response mode the prompts are written for (default: the configured one).
     """
     mode = mode or settings.response_mode
-    near = tuple(neighbours)
+    near = tuple(bounded(neighbours, settings.encoding))
     talk = discussion(pr.discussion, settings)
     budget = budgets(pr, settings, talk, near)
     prepared = prepare(pr, settings, chunk_budget=budget.chunk, index_budget=budget.file_index)

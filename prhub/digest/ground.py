@@ -153,8 +153,11 @@ def ground_digest(
         return int(match.group(1)) in shown.numbers
 
     def judged(field: str, text: str, provenance: bool) -> str | None:
-        """`text` as it may stand, or None when it goes; each drop and unmarked span recorded."""
-        reason = shown.fault(text, provenance)
+        """`text` as it may stand, or None when it goes; each drop and unmarked span recorded.
+        A follow-up proposes work: the names it suggests need not exist, and a file it would
+        change is no claim that the PR changed it."""
+        suggests = field == "follow_ups"
+        reason = shown.fault(text, provenance and not suggests, suggests)
         unmarked, plain = shown.unmark(text)
         left, gone = (None, []) if reason else excise(unmarked, PR_REF, known)
         if left is None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prhub.model import Neighbour
+from prhub.prepare.tokens import count
 
 MOST = 6  # neighbours a request names
-# Their lines, at most, in characters (about 300 to 500 tokens): counted without the tokenizer,
-# so that a run the store answers whole, which computes every digest's key, never loads it.
-CHARS = 500
+TOKENS = 400  # their lines, at most
 FILES_NAMED = 3  # shared files a line names; the rest are counted
 # The order a request names them in, and what each is to the PR.
 RELATIONS = {"reverted": "本 PR 回滚了它", "referenced": "本 PR 提到它", "same_files": "同期"}
@@ -31,21 +30,27 @@ def line(n: Neighbour) -> str:
     return text
 
 
-def bounded(found: Sequence[Neighbour], number: int = 0) -> list[Neighbour]:
-    """The neighbours a request names: each PR once (not the PR `number` itself), by relation
-    (reverted, referenced, same files) in the order found, at most MOST and CHARS."""
+def ranked(found: Sequence[Neighbour], number: int = 0) -> list[Neighbour]:
+    """The neighbours a request may name: each PR once (not the PR `number` itself), by
+    relation (reverted, referenced, same files) in the order found, at most MOST. A digest's
+    key is made of these, without the tokenizer: a run the store answers whole never loads it."""
     order = list(RELATIONS)
     seen: set[int] = {number}
-    ranked = []
+    kept = []
     for n in sorted(found, key=lambda n: order.index(n.relation)):  # stable: the order found
         if n.number not in seen:
             seen.add(n.number)
-            ranked.append(n)
+            kept.append(n)
+    return kept[:MOST]
+
+
+def bounded(ranked: Sequence[Neighbour], encoding: str) -> list[Neighbour]:
+    """The ranked neighbours a request names: those whose lines fit TOKENS, in rank order."""
     kept: list[Neighbour] = []
     used = 0
-    for n in ranked[:MOST]:
-        size = len(line(n)) + 1
-        if used + size <= CHARS:
+    for n in ranked:
+        size = count(line(n), encoding) + 1
+        if used + size <= TOKENS:
             kept.append(n)
             used += size
     return kept

@@ -35,8 +35,10 @@ from prhub.weekly.ground import emptied, hollow
 from prhub.weekly.prose import (
     author_highlight,
     author_line,
+    author_unsaid,
     fact_headlines,
     figures,
+    full_risk,
     last_word,
     period_word,
     risks,
@@ -104,9 +106,9 @@ def narrative_sections(r: WeeklyReport, urls: Links, to: DigestLink) -> list[Sec
             return ""
         return emptied_note(lost[name], INSTEAD.get(name, "") if shows else "")
 
-    standout = [filled(lambda e: author_highlight(f, e))] if author_highlight(f) else []
+    standout = [filled(lambda e: author_highlight(f, e))] if author_unsaid(n.highlights, f) else []
     highlights: tuple[Text, ...] = (*n.highlights, *standout)
-    texts = [x.text for x in n.risks]
+    texts = [full_risk(x) for x in n.risks]
     # The model's risks, else the facts' in short; the full report adds the ones it leaves.
     flagged = () if n.risks else tuple(fact_headlines(f))
     added = tuple(risks(texts, f)[len(texts) :])

@@ -12,7 +12,7 @@ from datetime import datetime
 from prhub import paths
 from prhub.config import named_zone
 from prhub.digest.claims import MAINTAINERS
-from prhub.digest.related import MOST, bounded
+from prhub.digest.related import MOST, ranked
 from prhub.errors import PrhubError, PRNotFound
 from prhub.github.commits import commit_pulls
 from prhub.github.source import GITHUB_IN_FLIGHT
@@ -22,7 +22,8 @@ from prhub.prepare.facts import REVERT_COMMIT, revert_target
 from prhub.run.fanout import FATAL, each
 from prhub.run.run import Run
 from prhub.text import refs
-from prhub.weekly.analyse import UNREAD, week_window
+from prhub.weekly.analyse import week_window
+from prhub.weekly.breaking import UNREAD
 
 log = logging.getLogger("prhub")
 # GitHub's closing keywords: what follows them is an issue the PR closes, not a PR to fetch.
@@ -112,7 +113,7 @@ def neighbours(
             shared.append((-len(both), n, both))
     for _, n, both in sorted(shared)[:MOST]:
         out.append(_neighbour(run, period[n], "same_files", week, both))
-    return bounded(out, pr.number)
+    return ranked(out, pr.number)
 
 
 def merged_week(run: Run, pr: PullRequest) -> tuple[datetime, datetime] | None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
@@ -16,16 +15,15 @@ from prhub.errors import ConfigError
 from prhub.model import (
     AuthorCount,
     BreakingChange,
-    FileChange,
     HotPath,
     PRDigest,
     PullRequest,
     Revert,
     WeeklyFacts,
 )
-from prhub.prepare.diff import parse_hunks
 from prhub.prepare.facts import REVERT_COMMIT, revert_target
 from prhub.tags import KIND_TAGS, parse_title, tag_name
+from prhub.weekly.breaking import UNREAD, breaking_reasons
 
 __all__ = ["last_complete_week", "week_window", "weekly_facts", "window"]
 
@@ -33,22 +31,6 @@ HOT_LIMIT = 10
 FIRST_TIMERS = frozenset({"FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER"})
 KINDS = frozenset(KIND_TAGS.values())
 KEY_IMPORTANCE = 5.0  # a PR at or above this is a key PR of its week
-# Config formats whose keys are read for removed or renamed settings.
-KEY_EXTS = frozenset({".yaml", ".yml", ".toml", ".json", ".ini", ".cfg"})
-# Files whose changes tell a reader nothing, so they are never hot.
-UNREAD = frozenset({"lock", "vendored", "generated"})
-
-
-# YAML / JSON keys; for YAML list items ("- name: x") the key's column is its indentation.
-COLON_KEY = re.compile(
-    r"""^(\s*(?:-\s+)?)(?:"([^"]+)"\s*:|'([^']+)'\s*:|([A-Za-z_][\w.-]*)\s*:(?:\s|$))"""
-)
-# TOML / INI / CFG keys, and their [section] headers.
-# "=" but not "==", so requirement lines such as "torch==2.1" in setup.cfg are not keys.
-EQUALS_KEY = re.compile(r"""^(\s*)(?:"([^"]+)"|'([^']+)'|([A-Za-z_][\w.-]*))\s*[=:](?!=)""")
-SECTION = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*$")
-FLAG = re.compile(r"""["'](--[A-Za-z0-9][\w-]*)""")
-FLAG_DEFINER = re.compile(r"add_argument\(|add_option\(|\b[Oo]ption\(")
 
 
 def week_window(year: int, week: int, tz: str) -> tuple[datetime, datetime]:
@@ -205,7 +187,7 @@ def weekly_facts(
         breaking=[
             BreakingChange(number=pr.number, reasons=reasons)
             for pr in prs
-            if (reasons := _breaking_reasons(pr))
+            if (reasons := breaking_reasons(pr))
         ],
         first_time=[a for a in author_counts if a.author in first_timers],
         mean_importance=round(sum(s for s, _ in scored) / len(scored), 2) if scored else None,
@@ -273,124 +255,3 @@ def _revert(
         # Timestamps, not datetime subtraction, which is wall-clock time within one zone.
         delay = round((pr.merged_at.timestamp() - target.merged_at.timestamp()) / 3600, 1)
     return Revert(number=pr.number, reverted=reverted, delay_hours=delay)
-
-
-def _breaking_reasons(pr: PullRequest) -> list[str]:
-    """Why a PR may break users: title markers, removed or renamed config keys, removed flags."""
-    reasons = []
-    if "[breaking]" in pr.title.lower():
-        reasons.append("标题标注 [BREAKING]")
-    elif parse_title(pr.title).breaking:
-        reasons.append("标题带破坏性变更标记")
-    added = [text for f in pr.files for sign, text in _lines(f.patch) if sign == "+"]
-    for change in pr.files:
-        reasons += _config_reasons(change) + _flag_reasons(change, added)
-    return list(dict.fromkeys(reasons))
-
-
-def _hunks(patch: str | None) -> list[list[tuple[str, str]]]:
-    """The (sign, text) lines of each hunk of a unified diff, comment and blank lines left out."""
-    return [
-        [(line[:1], line[1:]) for line in hunk.lines if _counts(line)]
-        for hunk in parse_hunks(patch)
-        if hunk.header
-    ]
-
-
-def _counts(line: str) -> bool:
-    sign, text = line[:1], line[1:]
-    # Comments explain; they are not an interface.
-    return (
-        sign in ("-", "+", " ")
-        and bool(text.strip())
-        and not text.lstrip().startswith(("#", ";", "//"))
-    )
-
-
-def _lines(patch: str | None) -> Iterable[tuple[str, str]]:
-    return (line for hunk in _hunks(patch) for line in hunk)
-
-
-def _config_keys(change: FileChange) -> list[list[tuple[str, int, str, str]]]:
-    """Per hunk, (sign, column, key, dotted key) of each removed or added key line."""
-    ext = posixpath.splitext(change.path)[1].lower()
-    pattern = COLON_KEY if ext in {".yaml", ".yml", ".json"} else EQUALS_KEY
-    result = []
-    for hunk in _hunks(change.patch):
-        # Parents seen so far on each side of the diff, as (column, key); a section is column -1.
-        stacks: dict[str, list[tuple[int, str]]] = {"-": [], "+": []}
-        keys = []
-        for sign, text in hunk:
-            sides = "-+" if sign == " " else sign
-            if pattern is EQUALS_KEY and (section := SECTION.match(text)):
-                for side in sides:
-                    stacks[side] = [(-1, section.group(1))]
-                continue
-            match = pattern.match(text)
-            if not match:
-                continue
-            column = len(match.group(1))
-            key = next(group for group in match.groups()[1:] if group)
-            dotted = key
-            for side in sides:
-                stack = stacks[side]
-                while stack and stack[-1][0] >= column:
-                    stack.pop()
-                # Name the full path only when the hunk shows it up to the top level.
-                if stack and stack[0][0] <= 0:
-                    dotted = ".".join([k for _, k in stack] + [key])
-                stack.append((column, key))
-            if sign != " ":
-                keys.append((sign, column, key, dotted))
-        result.append(keys)
-    return result
-
-
-def _config_reasons(change: FileChange) -> list[str]:
-    ext = posixpath.splitext(change.path)[1].lower()
-    if (
-        ext not in KEY_EXTS
-        or change.status in ("added", "removed")
-        or paths.is_tooling(change.path)
-        or paths.of(change) in UNREAD
-    ):
-        return []
-    hunks = _config_keys(change)
-    removed = {key for hunk in hunks for sign, _, key, _ in hunk if sign == "-"}
-    added = {key for hunk in hunks for sign, _, key, _ in hunk if sign == "+"}
-    reasons = []
-    for hunk in hunks:
-        # Keys new to the file, in order, are the candidates for the new name of a removed key.
-        new = [
-            (column, dotted)
-            for sign, column, key, dotted in hunk
-            if sign == "+" and key not in removed
-        ]
-        for sign, column, key, dotted in hunk:
-            if sign != "-" or key in added:
-                continue  # a key still present (changed value or moved) is no break
-            partner = next((n for n in new if n[0] == column), None)
-            if partner:
-                new.remove(partner)
-                reasons.append(f"配置项改名：{dotted} → {partner[1]}（{change.path}）")
-            else:
-                reasons.append(f"配置项删除：{dotted}（{change.path}）")
-    return reasons
-
-
-def _flag_reasons(change: FileChange, added: list[str]) -> list[str]:
-    if paths.of(change) != "code":
-        return []
-    reasons = []
-    for hunk in _hunks(change.patch):
-        old = [(sign, text) for sign, text in hunk if sign != "+"]
-        for index, (sign, text) in enumerate(old):
-            # Option calls often span lines: look for the call up to three lines above.
-            window = old[max(0, index - 3) : index + 1]
-            if sign != "-" or not any(FLAG_DEFINER.search(line) for _, line in window):
-                continue
-            for flag in FLAG.findall(text):
-                still = re.compile(re.escape(flag) + r"(?![\w-])")
-                if not any(still.search(line) for line in added):
-                    reasons.append(f"命令行参数删除：{flag}（{change.path}）")
-    return reasons

@@ -150,19 +150,20 @@ def risks(written: list[str], f: WeeklyFacts) -> list[str]:
 
 # What a short risk and its risk share, as a reader checks it holds a noun of its risk: a PR
 # number, a name in Latin letters or digits, or a Chinese word (two characters running).
-_TERM = re.compile(r"[A-Za-z][\w./-]*[A-Za-z0-9]|[\u4e00-\u9fff]{2}")
+_TERM = re.compile(r"[A-Za-z][\w./-]*[A-Za-z0-9]|[\u4e00-\u9fff]{2,}")
 _END = "。！？!?"
 
 
 def terms(text: str) -> set[str]:
-    """The nouns a reader would look for: PR numbers, Latin names, Chinese character pairs."""
+    """The nouns a reader would look for: PR numbers, Latin names and their parts, and every
+    pair of Chinese characters running."""
     found = {f"#{n}" for n in cited(text)}
     for m in _TERM.finditer(text):
         word = m.group()
         if "\u4e00" <= word[0] <= "\u9fff":
             found |= {text[i : i + 2] for i in range(m.start(), m.end() - 1)}
-        else:
-            found.add(word.lower())
+        else:  # `bypass_mode` names bypass too, `a/b.py` b.py
+            found |= {word.lower(), *(p for p in re.split(r"[_./-]", word.lower()) if len(p) > 3)}
     latin = {t for t in found if not ("\u4e00" <= t[0] <= "\u9fff")}
     return latin | {t for t in found - latin if len(t) == 2}
 
@@ -189,3 +190,20 @@ def ended(sentence: str) -> str:
     """A sentence that ends as one: a clause mark at its end made a full stop."""
     sentence = sentence.strip().rstrip("，,；;：:、 ")
     return sentence if not sentence or sentence[-1] in _END else sentence + "。"
+
+
+def full_risk(risk: Risk) -> str:
+    """A risk as the full list shows it: its text, led by its headline when the headline
+    cites a PR the text does not, so no citation the model made is lost."""
+    if set(cited(risk.headline)) - set(cited(risk.text)):
+        return ended(" ".join(risk.headline.split())) + risk.text
+    return risk.text
+
+
+def author_unsaid(highlights: Collection[str], f: WeeklyFacts) -> bool:
+    """Whether the highlight on author concentration adds something: one author stands out
+    and none of the model's highlights names them already."""
+    if not concentrated(f):
+        return False
+    [top] = top_authors(f)
+    return not any(top.author.lower() in h.lower() for h in highlights)

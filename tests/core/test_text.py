@@ -82,19 +82,20 @@ def test_refs_reads_a_repositorys_references_and_those_a_keyword_leads():
     assert refs(text, "o/r", after=re.compile(r"\breverts?\s+$", re.I)) == [12]
 
 
-def test_a_requests_neighbours_are_bounded_in_number_and_characters():
+def test_a_requests_neighbours_are_ranked_without_the_tokenizer_and_bounded_with_it():
     from datetime import UTC, datetime
 
-    from prhub.digest.related import CHARS, MOST, bounded, line
+    from prhub.digest.related import MOST, TOKENS, bounded, line, ranked
     from prhub.model import Neighbour
+    from prhub.prepare.tokens import count
 
     def near(number: int, title: str, relation: str = "same_files") -> Neighbour:
         at = datetime(2026, 7, 28, tzinfo=UTC)
         return Neighbour(number=number, title=title, merged_at=at, relation=relation, files=["a"])
 
     many = [near(n, f"PR {n}") for n in range(1, 20)]
-    assert [n.number for n in bounded(many, number=3)] == [1, 2, 4, 5, 6, 7][:MOST]
-    long = [near(1, "长" * 480), near(2, "x" * 150), near(9, "y", "reverted")]
-    kept = bounded(long)
+    assert [n.number for n in ranked(many, number=3)] == [1, 2, 4, 5, 6, 7][:MOST]
+    long = ranked([near(1, "长" * 480), near(2, "x y " * 60), near(9, "y", "reverted")])
+    kept = bounded(long, "o200k_base")
     assert [n.number for n in kept] == [9, 2]  # the revert first; the long one left out
-    assert sum(len(line(n)) + 1 for n in kept) <= CHARS
+    assert sum(count(line(n), "o200k_base") + 1 for n in kept) <= TOKENS

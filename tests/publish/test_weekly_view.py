@@ -48,3 +48,29 @@ def test_a_headline_holds_a_noun_of_its_risk():
     assert holds_noun("LoRA 同步不完整", "回滚后 LoRA 按 bucket 同步")
     assert holds_noun("配置改名会让旧配置失效", "#106 把配置项改名，旧配置静默失效")
     assert not holds_noun("值得关注的问题", "#106 把配置项改名")
+
+
+def test_a_strong_models_headlines_hold_nouns_their_words_share():
+    """Two headlines a strong model wrote for a real week: a Chinese word anywhere in a run
+    of characters, and the name inside an identifier (`bypass` in `bypass_mode`), count."""
+    assert holds_noun(
+        "依赖和配置约束收紧，旧环境和自定义配置可能直接启动失败。",
+        "#7101 的 `-no-build-isolation` 可能导致构建失败；#7162 把 `transfer_queue` 移到配置组",
+    )
+    assert holds_noun(
+        "#7188 让 separate_async 不再强制 bypass，开销和失败恢复都有隐患。",
+        "关闭 `bypass_mode` 时，每个 mini-batch 都会多一次 old log prob 前向",
+    )
+
+
+def test_the_full_list_keeps_a_citation_only_the_headline_makes():
+    from prhub.weekly.prose import full_risk
+
+    only_head = Risk(
+        headline="#7188 默认不再 bypass，开销翻倍", text="关闭 `bypass_mode` 后多一次前向。"
+    )
+    assert (
+        full_risk(only_head) == "#7188 默认不再 bypass，开销翻倍。关闭 `bypass_mode` 后多一次前向。"
+    )
+    both = Risk(headline="#7 有风险。", text="#7 改了默认值。")
+    assert full_risk(both) == "#7 改了默认值。"

@@ -20,7 +20,10 @@ from prhub.weekly.prose import holds_noun
 from tests.factories import GITHUB_TOKEN, OPENAI_KEY, ROOT, cli_env, unlinked
 from tests.standins import GitHubStandIn, LLMStandIn
 
-RECORDED = ROOT / "tests" / "replies" / "strong" / "verl-2026-07-28.json"
+STRONG = ROOT / "tests" / "replies" / "strong"
+# Two days answered with earlier prompts, and a whole week (26 PRs) with today's.
+RECORDED = STRONG / "verl-2026-07-28.json"
+WEEKS = [RECORDED, STRONG / "verl-2026-W31.json"]
 LISTS = ("design_decisions", "risks", "follow_ups", "discussion")
 # Planted into #7085's answer: a path and a method the PR never had.
 INVENTED_PATH = "`verl/utils/magic_cache.py` 里的分片缓存在 EP 切换后不会失效。"
@@ -56,9 +59,11 @@ def responder(recorded: dict[tuple[str, int | None], dict[str, Any]], asked: lis
     return answer
 
 
-@pytest.fixture
-def replayed(corpus_dir: Path, tmp_path: Path, monkeypatch) -> tuple[dict, dict, list[str]]:
-    record = json.loads(RECORDED.read_text(encoding="utf-8"))
+@pytest.fixture(params=WEEKS, ids=[p.stem for p in WEEKS])
+def replayed(
+    request: pytest.FixtureRequest, corpus_dir: Path, tmp_path: Path, monkeypatch
+) -> tuple[dict, dict, list[str]]:
+    record = json.loads(request.param.read_text(encoding="utf-8"))
     recorded, asked = answers(record), []
     monkeypatch.chdir(tmp_path)
     with (
@@ -66,8 +71,11 @@ def replayed(corpus_dir: Path, tmp_path: Path, monkeypatch) -> tuple[dict, dict,
         LLMStandIn(api_key=OPENAI_KEY, responder=responder(recorded, asked)) as llm,
     ):
         env = cli_env(github, llm, tmp_path / "store.db", PRHUB_MODEL="strong-model")
-        args = ["weekly", "--repo", record["repo"], "--since", record["since"]]
-        args += ["--until", record["until"], "--tz", record["tz"], "--format", "json"]
+        args = ["weekly", "--repo", record["repo"], "--tz", record["tz"], "--format", "json"]
+        if "week" in record:
+            args += ["--week", str(record["week"]), "--year", str(record["year"])]
+        else:
+            args += ["--since", record["since"], "--until", record["until"]]
         result = CliRunner().invoke(app, [*args, "--out", "week.json"], env=env)
     assert result.exit_code == 0, result.stderr
     report = json.loads((tmp_path / "week.json").read_text(encoding="utf-8"))
@@ -134,8 +142,11 @@ def test_the_weekly_narrative_publishes_what_the_model_wrote(replayed):
     for name in ("highlights", "key_changes", "follow_ups"):
         shown = [plain(x) for x in narrative[name]]
         assert [x for x in written[name] if plain(x) not in shown] == [], name
-    risks = [plain(r["text"]) for r in narrative["risks"]]  # recorded as texts alone
-    assert [x for x in written["risks"] if plain(x) not in risks] == []
+    risks = [plain(r["text"]) for r in narrative["risks"]]  # once texts alone, now with headlines
+    said = [x if isinstance(x, dict) else {"text": x, "headline": ""} for x in written["risks"]]
+    assert [x for x in said if plain(x["text"]) not in risks] == []
+    headlines = [plain(r["headline"]) for r in narrative["risks"]]
+    assert [x for x in said if plain(x["headline"]) not in headlines] == []
     assert plain(written["lead"]) == plain(narrative["lead"])
     assert report["meta"]["dropped"] == [] and narrative["carried_over"] == []
 

@@ -593,6 +593,20 @@ def test_yaml_key_removed() -> None:
     assert breaks(fc("conf/ppo.yaml", patch)) == ["配置项删除：actor.clip_ratio（conf/ppo.yaml）"]
 
 
+def test_yaml_keys_moved_to_a_config_group_of_the_same_pr_are_no_break() -> None:
+    """Hydra's config groups: a block moved out of the trainer's file into
+    `transfer_queue/transfer_queue.yaml`, its keys the same paths, breaks nothing; a key
+    that went nowhere still does."""
+    removed = (
+        "@@ -1,6 +1,2 @@\n trainer:\n   epochs: 2\n-transfer_queue:\n-  enable: false\n"
+        "-  metrics:\n-    port: 0\n-  lost_knob: 3\n"
+    )
+    group = "@@ -0,0 +1,3 @@\n+enable: false\n+metrics:\n+  port: 0\n"
+    assert breaks(
+        fc("conf/ppo.yaml", removed), fc("conf/transfer_queue/transfer_queue.yaml", group)
+    ) == ["配置项删除：transfer_queue.lost_knob（conf/ppo.yaml）"]
+
+
 def test_yaml_key_renamed() -> None:
     patch = (
         "@@ -1,4 +1,4 @@\n"

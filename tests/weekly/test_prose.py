@@ -10,6 +10,7 @@ from prhub.publish.rows import key_rows
 from prhub.weekly.prose import (
     author_highlight,
     author_line,
+    author_unsaid,
     fact_headlines,
     fact_risks,
     lead,
@@ -98,6 +99,9 @@ def test_author_concentration_is_a_highlight_when_one_author_stands_out():
         "作者集中度较高：dev0 本周贡献 4 个 PR（22%：#101、#102、#103、#104），"
         "单点知识风险需要关注。"
     )
+    # Added only when none of the model's highlights names that author already.
+    assert author_unsaid(["别的亮点"], standout)
+    assert not author_unsaid(["作者集中度较高：DEV0 贡献 4 个"], standout)
     three = f.model_copy(update={"authors": authors(3, 1, 1, 1), "top_author_share": 3 / 6})
     assert author_highlight(three).startswith("作者集中度较高：dev0 本周贡献 3 个 PR")
 
