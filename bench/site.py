@@ -113,7 +113,7 @@ def make_digest(template: Any, repo: str, number: int, merged: datetime, rng: ra
 def synthesize(path: Path, scale: int, deep: bool = False) -> int:
     """Writes a store of `scale` x 54 digests with their weekly reports; how many digests. A
     `deep` store holds them all in one repository, week after week."""
-    from prhub.model import PRDigest, WeeklyReport
+    from prhub.model import PRDigest, Risk, WeeklyReport
     from prhub.store.store import Store
 
     fixtures = ROOT / "fixtures"
@@ -173,7 +173,7 @@ def synthesize(path: Path, scale: int, deep: bool = False) -> int:
                         ],
                         "trends": [],
                         "highlights": [f"#{n} {sentence(rng)}" for n in key[:3]],
-                        "risks": [f"#{key[0]} {sentence(rng)}"],
+                        "risks": [Risk(text=f"#{key[0]} {sentence(rng)}")],
                         "key_changes": [f"#{n} {sentence(rng)}" for n in key[:3]],
                         "follow_ups": [sentence(rng)],
                         "lead": sentence(rng),
