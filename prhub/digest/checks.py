@@ -215,10 +215,11 @@ def _cites(advice: str, pr: PullRequest) -> bool:
     return any(name and name in advice for name in names)
 
 
-_ECHO_SPLIT = re.compile(r"[，。、：；,.:;（）()<>\s]+")
+_ECHO_SPLIT = re.compile(r"[，。、：；,.:;（）()<>“”‘’\"'\s]+")  # quotes too: ‘精读’ is “精读”
 _ECHO_KEEP = re.compile(r"([，。、：；,.:;（）()<>]+)")
 ANSWERED = 4  # Chinese characters a sentence keeps, its copied words cut, to still say something
-# Corrections that state a fact of the PR, which a digest may say in its own words too.
+# Corrections that state a fact of the PR, which a digest may say in its own words too: only
+# their instructions (the clauses that say what should be, 应) are an echo when copied.
 _FACTUAL = ("docs_overrated", "verdict_overrated")
 
 
@@ -226,7 +227,7 @@ _FACTUAL = ("docs_overrated", "verdict_overrated")
 def _prompt_texts() -> tuple[str, ...]:
     """The example's notes and the corrective messages: the prompt's words a reply may copy."""
     notes = [s for s in strings(example(DigestContent)) if s.startswith("<")]
-    return (*notes, *(text for name, text in MESSAGES.items() if name not in _FACTUAL))
+    return (*notes, *MESSAGES.values())
 
 
 @cache
@@ -239,11 +240,12 @@ def _instructions() -> str:
 def _echo_clauses() -> frozenset[str]:
     """Clauses of five or more Chinese characters of the example's notes and of the corrective
     messages: a reply that repeats one copied the prompt instead of answering it."""
+    factual = {MESSAGES[name] for name in _FACTUAL}
     return frozenset(
         clause
         for text in _prompt_texts()
         for clause in _ECHO_SPLIT.split(text)
-        if len(_CJK.findall(clause)) >= 5
+        if len(_CJK.findall(clause)) >= 5 and (text not in factual or "应" in clause)
     )
 
 

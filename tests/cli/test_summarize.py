@@ -511,7 +511,7 @@ def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
     section = readme.split("## Run the tests")[1].split("\n## ")[0]
     assert "pip install -e '.[dev]' && bash scripts/check" in tests[0]
     assert "python3 -m venv .venv" in tests[0]  # works in a fresh clone
-    assert "about 12 minutes" in section
+    assert "about 4 to 5 minutes" in section
     assert "HTML page tests without Chromium" in section
     assert 'bash scripts/check -m "not slow"' in section
 

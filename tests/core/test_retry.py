@@ -198,9 +198,14 @@ def test_no_attempt_starts_once_the_run_is_halted():
 
 def test_a_halt_cuts_a_pause_between_attempts_short():
     config = settings(max_attempts=5, retry_base_wait=30.0, max_retry_wait=60.0)
-    threading.Timer(0.2, retry.halt).start()
+    calls = []
+
+    def fn() -> None:  # the halt comes while the pause after the first attempt runs
+        calls.append(1)
+        threading.Timer(0.2, retry.halt).start()
+        raise Flaky("down")
+
     started = time.monotonic()
-    fn, calls = failing(5, Flaky("down"))
     with pytest.raises(retry.Halted):
         retry.call(fn, config, backoff, what="x")
     assert time.monotonic() - started < 5 and len(calls) == 1  # not the 30 s pause

@@ -105,6 +105,20 @@ def test_copied_prompt_words_go_and_what_the_model_wrote_after_them_stays():
     assert all(d.reason == "echoed_prompt" for d in drops)
 
 
+def test_a_correction_copied_whole_goes_but_its_fact_in_the_models_words_stays():
+    """A weak model answered a verdict correction by pasting it into its advice (other quote
+    marks and all); a digest that states the same fact in its own words keeps it."""
+    pasted = (
+        "这个 PR 没有改手写代码（只改了文档、配置、CI 或依赖版本），或者改动极小，"
+        "阅读建议不应是‘精读’，应为‘快速浏览’或‘可跳过’。"
+    )
+    c, drops = unechoed(digest_content(advice="只改了 `ci.yml` 的镜像标签。" + pasted))
+    assert c.advice == "只改了 `ci.yml` 的镜像标签。"
+    assert [(d.field, d.reason) for d in drops] == [("advice", "echoed_prompt")]
+    own = "这个 PR 没有改手写代码，只换了 `ci.yml` 的镜像，快速浏览即可。"
+    assert unechoed(digest_content(advice=own))[0].advice == own
+
+
 def test_an_empty_advice_is_asked_again_and_named_when_it_stays_empty(llm):
     llm.responder = answering(reply(advice=""))
     made = digested(llm, code_pr())

@@ -241,6 +241,9 @@ def test_a_fresh_runner_writes_the_week_and_builds_the_site(
     assert site == {"site": "site/"}
     assert (work / "site" / "index.html").is_file()
     assert (work / "site" / REPO / "2026-W31.html").is_file()
+    # The site-url input is the site's address: the feed links absolutely on it.
+    feed = (work / "site" / REPO / "feed.xml").read_text(encoding="utf-8")
+    assert f'href="{given["site-url"].rstrip("/")}/{REPO}/feed.xml"' in feed
     assert llm.requests and {r["path"] for r in github.requests}  # really the stand-ins
 
 
