@@ -109,8 +109,9 @@ class Record:
             OR EXISTS (SELECT * FROM old.files EXCEPT SELECT * FROM files)"""
         return not self.db.execute(differ).fetchone()[0]
 
-    def manifest(self) -> str:
-        """The site's manifest: every report and digest JSON file it holds, sorted by path."""
+    def manifest(self, held: int) -> str:
+        """The site's manifest: every report and digest JSON file it holds, sorted by path,
+        and `held`, the PRs' digests it holds in all (in its weeks' JSON or on their own)."""
         from prhub import __version__
 
         counts = self.db.execute(
@@ -126,6 +127,7 @@ class Record:
             "generator": f"prhub {__version__}",
             "reports": counts[0],
             "digests": counts[1],
+            "held": held,
             "files": [{"path": p, "kind": k, "repo": r, "sha256": s} for p, k, r, s in rows],
         }
         return json.dumps(data, indent=1, ensure_ascii=False) + "\n"

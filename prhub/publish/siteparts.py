@@ -232,7 +232,7 @@ class Build:
             self.site.put("search.html", key, page)
         cards = self.cards
         self.put("index.html", lambda: Pages(0, self.tz).home(cards), cards)
-        self.site.put(MANIFEST, _key(MANIFEST), self.site.books.manifest())
+        self.site.put(MANIFEST, _key(MANIFEST), self.site.books.manifest(self.digests))
         self.done = True
 
     def close(self) -> None:

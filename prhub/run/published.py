@@ -47,7 +47,8 @@ class Manifest(BaseModel):
     format: Literal[1]
     generator: str
     reports: int
-    digests: int
+    digests: int  # digest files listed
+    held: int = 0  # the PRs' digests the site holds, in its weeks' JSON or on their own
     files: list[Listed]
 
 
@@ -69,7 +70,7 @@ class Restored:
         kept = f"{plural(done.digests, 'digest')} and {plural(done.weeks, 'week')}" if done else ""
         return (
             f"restored {self.url}: {plural(self.reports, 'report')} and "
-            f"{plural(self.digests, 'digest')} listed, all fetched and checked; imported {kept}"
+            f"{plural(self.digests, 'digest')} held, all fetched and checked; imported {kept}"
         )
 
 
@@ -93,7 +94,7 @@ def restore_site(url: str, settings: Settings) -> Restored:
         if status != 200:
             raise RestoreError(f"{shown}/{MANIFEST} answered HTTP {status}: rerun when it is read")
         manifest = _manifest(data, shown)
-        done.reports, done.digests = manifest.reports, manifest.digests
+        done.reports, done.digests = manifest.reports, max(manifest.digests, manifest.held)
         with tempfile.TemporaryDirectory(prefix="prhub-restore-") as tmp:
             for item in manifest.files:
                 _fetch(client, base, item, Path(tmp), settings, shown)
@@ -222,9 +223,10 @@ def _check_whole(store_path: Path, manifest: Manifest, shown: str) -> None:
     with closing(Store(store_path)) as store:
         reports = sum(len(store.reports(r)) for r in repos)
         digests = sum(len(store.digests(r)) for r in repos)
-    if reports < manifest.reports or digests < manifest.digests:
+    held = max(manifest.digests, manifest.held)
+    if reports < manifest.reports or digests < held:
         raise RestoreError(
             f"the store would hold {reports} of the {manifest.reports} reports and {digests} of "
-            f"the {manifest.digests} digests that {shown} lists: nothing is restored, so no "
-            "smaller site is built from it"
+            f"the {held} digests that {shown} holds: nothing is restored, so no smaller site "
+            "is built from it"
         )

@@ -67,8 +67,9 @@ def test_a_site_of_three_kinds_of_report_comes_back_whole(
         pages.script(r"/manifest\.json$", [(503, {}, b"busy")])  # tried again
         done = restore_into(store, pages.url, github, llm)
     assert_ok(done)
+    assert manifest["held"] == held(published, manifest)  # every digest, not its files alone
     assert done.stderr.splitlines()[-1] == (
-        f"prhub: restored {pages.url}: 3 reports and {manifest['digests']} digests listed, all "
+        f"prhub: restored {pages.url}: 3 reports and {manifest['held']} digests held, all "
         f"fetched and checked; imported {held(published, manifest)} digests and 3 weeks"
     )
     fetched = [r["path"].removeprefix("/rocket/") for r in pages.requests]
