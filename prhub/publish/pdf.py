@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from prhub.publish.fonts import require_cjk
 
 if TYPE_CHECKING:
     from pypdf import PdfWriter
-    from pypdf.generic import StreamObject
+    from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
 
 __all__ = ["BROWSERS", "TIMEOUT", "chromium", "pdf"]
 
@@ -176,9 +176,10 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _fixed(data: bytes) -> bytes:
-    """The PDF without its print dates (the same page gives the same bytes), and with text
-    that reads back as written (search, copy, pdftotext): each font's text map (ToUnicode)
-    names the ideographs, not the radicals they look like. Read and written again by pypdf."""
+    """The PDF without its print dates and with its structure's IDs in order (the same page
+    gives the same bytes), and with text that reads back as written (search, copy,
+    pdftotext): each font's text map (ToUnicode) names the ideographs, not the radicals they
+    look like. Read and written again by pypdf."""
     from pypdf import PdfReader, PdfWriter  # here: only a print needs it
 
     writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
@@ -187,6 +188,7 @@ def _fixed(data: bytes) -> bytes:
         fixed = _BFRANGE.sub(_ranges, _BFCHAR.sub(_chars, text))
         if fixed != text:
             cmap.set_data(fixed)
+    _stable_ids(writer)
     if (info := writer.metadata) is not None:
         writer.metadata = {k: v for k, v in info.items() if k not in _DATES}
     out = io.BytesIO()
@@ -197,10 +199,39 @@ def _fixed(data: bytes) -> bytes:
 def _text_maps(writer: PdfWriter) -> list[StreamObject]:
     """Every font's text map (ToUnicode) the document holds, once each, wherever its fonts
     are: on pages, in forms, in Type 3 fonts' resources."""
-    from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
+    from pypdf.generic import DictionaryObject, StreamObject
+
+    maps: dict[int, StreamObject] = {}
+    for item in _reachable(writer):
+        if isinstance(item, DictionaryObject) and "/ToUnicode" in item:
+            if isinstance(cmap := item["/ToUnicode"].get_object(), StreamObject):
+                maps[id(cmap)] = cmap
+    return list(maps.values())
+
+
+def _stable_ids(writer: PdfWriter) -> None:
+    """Chromium names the elements of a page's tagged structure after its DOM nodes
+    (`node00000087`, in their IDs, the table headers that cite them and the ID tree), and
+    that count can shift from one print of a page to the next: renumbered in their order,
+    the same page gives the same bytes."""
+    from pypdf.generic import DictionaryObject, TextStringObject
+
+    places = []
+    for item in _reachable(writer):
+        slots = dict.items(item) if isinstance(item, DictionaryObject) else enumerate(item)
+        for key, value in list(slots):
+            if isinstance(value, TextStringObject) and _NODE.fullmatch(value):
+                places.append((item, key, int(value[4:])))
+    rank = {n: i for i, n in enumerate(sorted({n for _, _, n in places}), 1)}
+    for item, key, n in places:
+        item[key] = TextStringObject(f"node{rank[n]:08d}")
+
+
+def _reachable(writer: PdfWriter) -> Iterator[DictionaryObject | ArrayObject]:
+    """Every dictionary and array of the document, once each, from its catalog down."""
+    from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject
 
     seen: set[tuple[int, int]] = set()
-    maps: dict[int, StreamObject] = {}
     todo: list[object] = [writer.root_object]
     while todo:
         item = todo.pop()
@@ -210,16 +241,14 @@ def _text_maps(writer: PdfWriter) -> list[StreamObject]:
             seen.add((item.idnum, item.generation))
             item = item.get_object()
         if isinstance(item, DictionaryObject):
-            for key, value in dict.items(item):  # as stored: references unresolved
-                if key != "/ToUnicode":
-                    todo.append(value)
-                elif isinstance(cmap := value.get_object(), StreamObject):
-                    maps[id(cmap)] = cmap
+            yield item
+            todo.extend(dict.values(item))  # as stored: references unresolved
         elif isinstance(item, ArrayObject):
+            yield item
             todo.extend(list.__iter__(item))
-    return list(maps.values())
 
 
+_NODE = re.compile(r"node\d{1,12}")
 # A ToUnicode map's text (ISO 32000-1, 9.10.3): its sections of single codes and of ranges.
 _BFCHAR = re.compile(rb"beginbfchar(.*?)endbfchar", re.S)
 _BFRANGE = re.compile(rb"beginbfrange(.*?)endbfrange", re.S)

@@ -97,6 +97,19 @@ def test_pdftotext_reads_the_weekly_pdf_back_as_pypdf_does(weekly_pdf, tmp_path)
     assert "GRPO 优势估计" in read or flat("GRPO 优势估计") in flat(read)  # a table's cell
 
 
+def test_a_print_whose_structure_ids_shifted_gives_the_same_bytes(weekly_pdf):
+    """Chromium names the tagged structure's elements after DOM nodes, and a busy machine
+    shifted that count by one between two prints of one page: prhub renumbers them."""
+    import re
+
+    from prhub.publish.pdf import _fixed
+
+    ids = re.findall(rb"node(\d{8})", weekly_pdf)
+    assert ids and b"/IDTree" in weekly_pdf  # a table's headers, cited by its cells
+    shifted = re.sub(rb"node(\d{8})", lambda m: b"node%08d" % (int(m[1]) + 86), weekly_pdf)
+    assert shifted != weekly_pdf and _fixed(shifted) == weekly_pdf
+
+
 def test_the_same_page_prints_the_same_bytes(weekly_pdf):
     assert pdf.pdf(html.weekly_html(folded_report())) == weekly_pdf
     assert b"/CreationDate" not in weekly_pdf and b"/ModDate" not in weekly_pdf
