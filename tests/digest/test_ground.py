@@ -13,7 +13,7 @@ from prhub.digest.digest import digest_pr
 from prhub.llm.llm import LLM
 from prhub.model import DigestContent, Drop, PullRequest
 from prhub.publish import render
-from tests.factories import change, make_pr, settings
+from tests.factories import change, digest_content, make_pr, settings
 from tests.standins import LLMStandIn
 from tests.standins.llm import default_responder
 
@@ -124,15 +124,8 @@ def mentioned_pr():
 
 
 def content(**fields: Any) -> DigestContent:
-    values: dict[str, Any] = {
-        "title": "改进 a 模块",
-        "verdict": "精读",
-        "minutes": 5,
-        "advice": "",
-        "importance": 5,
-        "importance_reason": "局部改动。",
-    }
-    return DigestContent(**{**values, **fields})
+    made: DigestContent = digest_content(**fields)
+    return made
 
 
 def test_a_path_from_the_body_or_a_comment_is_not_a_changed_file():

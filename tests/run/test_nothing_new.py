@@ -24,18 +24,23 @@ finally:
 """
 
 
-def test_a_rerun_with_nothing_new_loads_no_sdk_and_no_tokenizer(
-    env: dict[str, str | None], tmp_path: Path
-) -> None:
-    assert_ok(prhub(env, *WEEK))  # the week made once: every digest and the narrative stored
-    done = subprocess.run(
+def probe(env: dict[str, str | None], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The week run in a fresh interpreter that prints which heavy modules it loaded."""
+    return subprocess.run(
         [sys.executable, "-c", PROBE, *WEEK],
         env=process_env(env),
-        cwd=tmp_path,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_a_rerun_with_nothing_new_loads_no_sdk_and_no_tokenizer(
+    env: dict[str, str | None], tmp_path: Path
+) -> None:
+    assert_ok(prhub(env, *WEEK))  # the week made once: every digest and the narrative stored
+    done = probe(env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "unchanged reports/acme/rocket/2026-W31.md" in done.stderr
     assert "0 LLM calls" in done.stderr
@@ -52,14 +57,7 @@ def test_a_run_with_a_new_pr_still_loads_what_it_needs(
     env: dict[str, str | None], tmp_path: Path
 ) -> None:
     """The same probe sees the SDK and the tokenizer once there is something to digest."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *WEEK],
-        env=process_env(env),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = probe(env, tmp_path)
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.splitlines()[-1])
     assert loaded["openai"] and loaded["tokenizer"]
