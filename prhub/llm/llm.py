@@ -9,6 +9,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -325,8 +326,9 @@ class LLM:
         detail = _http().error_message(exc)
         code = _http().error_code(exc)
         if exc.status_code in (401, 403):
-            sent = exc.response.request.headers.get("authorization", "")
-            login = sent.startswith("Basic ")  # httpx sends a URL's login in the key's place
+            # httpx sends a URL's login in the key's place (the SDK hides the header it sent)
+            url = urlsplit(self.settings.openai_base_url or "")
+            login = bool(url.username or url.password)
             return LLMRequestError(
                 f"the LLM endpoint rejected the API key ({exc.status_code}): check OPENAI_API_KEY"
                 + ("; the login in OPENAI_BASE_URL was sent instead of it" if login else "")
