@@ -49,6 +49,7 @@ FIRST, PART = 120, 40
 _RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[a-z0-9]+")
 _LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
 _MARKS = re.compile(r"\*\*|__")
+_IDENT = re.compile(r"[A-Za-z0-9_]+(?:[./:\-][A-Za-z0-9_]+)*")
 
 
 def plain(text: str | None) -> str:
@@ -58,14 +59,19 @@ def plain(text: str | None) -> str:
 
 
 def excerpt(text: str, most: int) -> str:
-    """The opening of a text, cut after a word, with an ellipsis where it was cut."""
+    """The opening of a text with an ellipsis where it was cut, never inside an identifier
+    (a path or a dotted name is one): one the cut falls in is shown whole when it ends within
+    `PART` more characters, else left out; one that alone fills the opening is cut."""
     if len(text) <= most:
         return text
-    cut = text[:most]
-    word = re.search(r"[A-Za-z0-9_]+$", cut)
-    if word and text[most].isalnum() and word.start() > most // 2:
-        cut = cut[: word.start()].rstrip()
-    return cut + "…"
+    word = next((w for w in _IDENT.finditer(text) if w.end() > most), None)
+    if word is None or word.start() >= most:
+        return text[:most].rstrip() + "…"
+    if word.end() <= most + PART:
+        return text[: word.end()] + ("…" if word.end() < len(text) else "")
+    if word.start() > 0 and text[: word.start()].strip():
+        return text[: word.start()].rstrip() + "…"
+    return text[:most] + "…"
 
 
 def _fold(text: str) -> str:
