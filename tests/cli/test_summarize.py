@@ -488,7 +488,7 @@ def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = readme.split("```sh\n")[1:]
     blocks = [block.split("```")[0] for block in blocks]
-    installs = [b for b in blocks if "pip install ." in b]
+    installs = [b for b in blocks if "pip install -c constraints.txt ." in b]
     tests = [b for b in blocks if "scripts/check" in b]
     assert len(installs) == 1 and len(tests) == 1  # one way in, one way to test
     lines = [line.split("#")[0].strip() for line in installs[0].splitlines()]
@@ -497,7 +497,7 @@ def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
         "cd prhub",
         "python3 -m venv .venv",
         ". .venv/bin/activate",
-        "pip install .",
+        "pip install -c constraints.txt .",
         "export GITHUB_TOKEN=",
         "export GITHUB_API_URL=",
         "export OPENAI_API_KEY=",
@@ -509,7 +509,7 @@ def test_readme_install_and_run_in_the_order_a_person_types_them() -> None:
         range(len(order))
     )
     section = readme.split("## Run the tests")[1].split("\n## ")[0]
-    assert "pip install -e '.[dev]' && bash scripts/check" in tests[0]
+    assert "pip install -c constraints.txt -e '.[dev]' && bash scripts/check" in tests[0]
     assert "python3 -m venv .venv" in tests[0]  # works in a fresh clone
     assert "about 4 to 5 minutes" in section
     assert "HTML page tests without Chromium" in section

@@ -139,6 +139,26 @@ def test_the_install_is_checked_to_be_this_prhub(tmp_path: Path, summary: str, c
 
 
 @pytest.mark.parametrize(
+    ("given", "pinned"), [({}, True), ({"install": "prhub-digest==0.1.0"}, False)]
+)
+def test_its_own_checkout_installs_with_the_tested_versions(
+    tmp_path: Path, given: dict[str, str], pinned: bool
+) -> None:
+    action = tmp_path / "action"
+    action.mkdir()
+    (action / "constraints.txt").write_text("openai==3.60.0\n")
+    env = {
+        "SUMMARY": "Chinese digests of merged GitHub pull requests",
+        "GITHUB_ACTION_PATH": str(action),
+    }
+    done, _ = run("Install prhub", given, tmp_path / "w", env, FAKE_PIP)
+    assert done.returncode == 0, done.stdout + done.stderr
+    install = (tmp_path / "w" / "calls").read_text().splitlines()[0]
+    assert (f"--constraint {action}/constraints.txt" in install) is pinned, install
+    assert install.endswith(given.get("install", str(action)))
+
+
+@pytest.mark.parametrize(
     ("given", "argv"),
     [
         ({}, ["weekly"]),
