@@ -190,3 +190,28 @@ def test_tests_mirror_the_package():
                 continue
             wrong += [f"{path.name}: {n}" for n in names if re.search(r"\btest_\w+$", n)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_log_line_names_prhub_itself():
+    """The handler prefixes every line with "prhub: " (cli/options.py); a message that says it
+    again reads "prhub: prhub: ..." on the operator's terminal."""
+    levels = {"debug", "info", "warning", "error", "exception", "critical"}
+    twice = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in levels
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in {"log", "logger", "logging"}
+                and node.args
+            ):
+                continue
+            first = node.args[0]
+            text = first.value if isinstance(first, ast.Constant) else ""
+            if isinstance(first, ast.JoinedStr) and isinstance(first.values[0], ast.Constant):
+                text = first.values[0].value
+            if isinstance(text, str) and text.startswith("prhub:"):
+                twice.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not twice, twice

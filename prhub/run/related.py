@@ -63,7 +63,7 @@ def revert_candidate(run: Run, pr: PullRequest, period: Mapping[int, PullRequest
             except FATAL:
                 raise
             except PrhubError as exc:  # the revert stays unresolved; the run goes on
-                log.warning("prhub: the commit #%d reverts was not looked up (%s)", pr.number, exc)
+                log.warning("the commit #%d reverts was not looked up (%s)", pr.number, exc)
         if len(owners) == 1:
             return owners[0]
     cited = [n for n in refs(pr.body, run.repo()) if n != pr.number]
@@ -85,7 +85,7 @@ def looked_up(run: Run, numbers: Iterable[int], period: Mapping[int, PullRequest
 
     got, failed = each(wanted, load, min(run.settings.jobs, GITHUB_IN_FLIGHT))
     for f in failed:
-        log.warning("prhub: related PR #%d was not fetched (%s)", f.number, f.error)
+        log.warning("related PR #%d was not fetched (%s)", f.number, f.error)
     return {**found, **{n: got.get(n) for n in wanted}}
 
 

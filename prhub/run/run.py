@@ -255,7 +255,7 @@ class Run:
                     if old is None and isinstance(exc, GitHubUnavailable):
                         raise  # a token without Contents access (403) reads as none, for good
                     self._attributes = old or ""
-                    log.warning("prhub: .gitattributes of %s not read (%s)", repo, exc)
+                    log.warning(".gitattributes of %s not read (%s)", repo, exc)
             return self._attributes
 
     def cached_digest(

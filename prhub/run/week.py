@@ -194,13 +194,12 @@ def _narrate(
     lost = emptied(narrative, dropped)
     if dropped and hollow(narrative):
         log.warning(
-            "prhub: grounding removed the whole weekly narrative (%d items dropped); "
-            "--verbose logs each",
+            "grounding removed the whole weekly narrative (%d items dropped); --verbose logs each",
             len(dropped),
         )
     elif lost:
         names = "、".join(SECTION_NAMES[name] for name in lost)
-        log.warning("prhub: grounding emptied the narrative's %s; --verbose logs each drop", names)
+        log.warning("grounding emptied the narrative's %s; --verbose logs each drop", names)
     return run.store.save_narrative(key, narrative, dropped, call_usage)
 
 

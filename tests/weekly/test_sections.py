@@ -48,6 +48,24 @@ def test_a_narrative_grounding_emptied_fails_the_report_and_says_so(env, llm, ca
     assert "本节原有 1 条内容，因无法与输入的数据核实已全部删去" in text
 
 
+def one_section_elsewhere(body: dict[str, Any]) -> str:
+    """A narrative whose follow-ups alone cite a PR of another week."""
+    reply = json.loads(default_responder(body))
+    if "highlights" in reply:
+        reply["follow_ups"] = ["为 #999 补上调度器的文档。"]
+    return json.dumps(reply, ensure_ascii=False)
+
+
+def test_a_section_grounding_emptied_is_said_once_on_the_operators_warning_line(env, llm, caplog):
+    llm.responder = one_section_elsewhere
+    caplog.set_level(logging.WARNING, logger="prhub")
+    result = prhub(env, "weekly", "--week", "31", "--year", "2026", "--out", "w.md")
+    assert_ok(result)
+    [said] = [m for m in caplog.messages if "grounding emptied" in m]
+    assert said.startswith("grounding emptied the narrative's ")  # the handler says "prhub: "
+    assert said.endswith("后续建议; --verbose logs each drop")
+
+
 def test_a_section_grounding_emptied_says_so_where_it_stands():
     r = report()
     n = r.narrative
