@@ -30,6 +30,7 @@ BIN = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
 ACTIONLINT = shutil.which("actionlint", path=BIN)
 EXAMPLES = ROOT / "examples" / "github-actions"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
+TESTS = ROOT / ".github" / "workflows" / "tests.yml"
 ACTION = f"acme/prhub@v{__version__}"
 
 
@@ -296,7 +297,7 @@ def test_what_init_ci_writes_passes_actionlint_and_names_no_local_path(tmp_path:
         text = path.read_text(encoding="utf-8")
         for local in (str(ROOT), str(Path.home()), str(tmp_path), "file:", sys.prefix):
             assert local not in text, local
-    lint = [*written, EXAMPLES / "many-repositories.yml", RELEASE]
+    lint = [*written, EXAMPLES / "many-repositories.yml", RELEASE, TESTS]
     done = subprocess.run(
         [str(ACTIONLINT), *map(str, lint)],
         capture_output=True,
@@ -304,6 +305,24 @@ def test_what_init_ci_writes_passes_actionlint_and_names_no_local_path(tmp_path:
         env={**os.environ, "PATH": BIN},
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# prhub's own checks
+
+
+def test_its_own_checks_run_pinned_on_each_push_and_with_the_newest_libraries_weekly() -> None:
+    workflow = load(TESTS.read_text(encoding="utf-8"))
+    assert set(triggers(workflow)) == {"push", "pull_request", "schedule", "workflow_dispatch"}
+    assert workflow["permissions"] == {"contents": "read"}
+    job = workflow["jobs"]["check"]
+    assert job["strategy"]["matrix"]["libraries"] == ["pinned", "newest"]
+    [rule] = job["strategy"]["matrix"]["exclude"]  # newest on the schedule only
+    assert rule["libraries"] == "${{ github.event_name == 'schedule' && 'none' || 'newest' }}"
+    steps = {step.get("name"): step for step in job["steps"]}
+    install = steps["Install prhub and its test tools"]["run"]
+    assert "pip install --quiet -c constraints.txt -e '.[dev]'" in install  # README's install
+    assert "pip install --quiet --upgrade -e '.[dev]'" in install
+    assert steps["Check"]["run"] == "bash scripts/check"
 
 
 # The release
