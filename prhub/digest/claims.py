@@ -119,24 +119,26 @@ def names(path: str, cited: str) -> bool:
     )
 
 
-def only_mentioned(pr: PullRequest, outsiders: bool = False) -> Callable[[str], bool]:
-    """Whether a cited path is one the body or discussion names and the PR did not change:
-    it `names` no changed file and is not in the diff's text. With `outsiders`, only one that
-    no more than an outsider's comment names (not the body, its author or a maintainer)."""
+def only_mentioned(pr: PullRequest) -> tuple[Callable[[str], bool], Callable[[str], bool]]:
+    """Whether a cited path is one the body or discussion names and the PR did not change
+    (it `names` no changed file and is not in the diff's text); and whether it is such a path
+    that no more than an outsider's comment names (not the body, its author or a maintainer)."""
     said = "\n".join([pr.body, *(c.body for c in pr.discussion)])
     mentioned = _mentioned(pr, said)
-    if outsiders:
-        inside = [
-            c.body for c in pr.discussion if c.author == pr.author or c.association in MAINTAINERS
-        ]
-        mentioned -= _mentioned(pr, "\n".join([pr.body, *inside]))
+    inside = [
+        c.body for c in pr.discussion if c.author == pr.author or c.association in MAINTAINERS
+    ]
+    outside = mentioned - _mentioned(pr, "\n".join([pr.body, *inside]))
     paths = {p for f in pr.files for p in (f.path, f.previous_path) if p}
     patches = "\n".join(f.patch or "" for f in pr.files)
 
     def changed(cited: str) -> bool:
         return cited in patches or any(names(p, cited) for p in paths)
 
-    return lambda cited: cited in mentioned and not changed(cited)
+    return (
+        lambda cited: cited in mentioned and not changed(cited),
+        lambda cited: cited in outside and not changed(cited),
+    )
 
 
 def _mentioned(pr: PullRequest, said: str) -> set[str]:
@@ -205,8 +207,7 @@ class Shown:
         related = {n.number for n in neighbours}
         self.numbers = known_numbers(pr) | related
         self.claimed = claimed_numbers(pr) | related
-        self.mentioned = only_mentioned(pr)
-        self.steered = only_mentioned(pr, outsiders=True)
+        self.mentioned, self.steered = only_mentioned(pr)
 
     def has(self, token: str, glob: bool) -> bool:
         return any(token in w for w in self.words) if glob else token in self.words

@@ -13,7 +13,7 @@ import json
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -158,21 +158,15 @@ def _openings(texts: list[str]) -> str:
 
 class Index:
     """The documents, `note`d by address and fingerprint as a build meets them (enough to tell
-    whether the index changed), then `add`ed, spilled to a file, when it has to be written."""
+    whether the index changed), then given to `files` when the index has to be written."""
 
     def __init__(self) -> None:
-        self._spill: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._hash = hashlib.sha256()
         self.count = 0
-        self.added = 0
 
     def note(self, url: str, fingerprint: str) -> None:
         self._hash.update(f"{url}\t{fingerprint}\n".encode())
         self.count += 1
-
-    def add(self, entry: dict[str, Any]) -> None:
-        self._spill.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
-        self.added += 1
 
     @property
     def key(self) -> str:
@@ -183,20 +177,16 @@ class Index:
     def shards(self) -> int:
         return max(1, min(512, self.count // DOCS_PER_SHARD))
 
-    def close(self) -> None:
-        self._spill.close()
-
-    def files(self) -> Iterator[tuple[str, str]]:
-        """The index's files by path: the documents' chunks, then the keys' shards."""
+    def files(self, docs: Iterable[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+        """The index's files by path: the chunks of `docs` (the documents, in order), then the
+        keys' shards."""
         shards = self.shards
-        self._spill.seek(0)
         with tempfile.TemporaryDirectory() as tmp:
             # Bytes, with small buffers: hundreds are open at once, and memory stays flat.
             buckets = [open(Path(tmp) / str(i), "wb+", buffering=BUFFER) for i in range(shards)]
             try:
                 chunk: list[str] = []
-                for i, line in enumerate(self._spill):
-                    doc = json.loads(line)
+                for i, doc in enumerate(docs):
                     for k in keys(doc["t"]):
                         buckets[shard("^" + k, shards)].write(f"^{k}\t{i}\n".encode())
                     for k in keys(f"{doc['t']} {doc['x']} {doc['r']}"):
@@ -207,7 +197,7 @@ class Index:
                         yield _chunk(i // CHUNK, chunk)
                         chunk = []
                 if chunk:
-                    yield _chunk(self.added // CHUNK, chunk)
+                    yield _chunk(i // CHUNK, chunk)
                 for n, bucket in enumerate(buckets):
                     bucket.seek(0)
                     yield _shard(n, bucket)

@@ -7,7 +7,6 @@ however long a repository's history."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
@@ -18,20 +17,16 @@ from prhub.digest.digest import retag
 from prhub.model import PRDigest, WeeklyReport
 from prhub.publish import feed, search
 from prhub.publish.formats import Format
+from prhub.publish.manifest import digest as fingerprint
 from prhub.publish.output import report_path
 from prhub.publish.pages import week_row
 from prhub.publish.siteindex import DigestNote, Entry, Lists, Memo, WeekNote
 from prhub.store.store import Store
 
-__all__ = ["Sources", "fingerprint", "survey"]
+__all__ = ["Sources", "survey"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 M = TypeVar("M", PRDigest, WeeklyReport)
-
-
-def fingerprint(text: str) -> str:
-    """The fingerprint of a report's or a digest's JSON: what stands for all a page makes of it."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _fp(d: PRDigest) -> str:

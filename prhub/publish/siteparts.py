@@ -224,9 +224,7 @@ class Build:
         key = _key("search", self.index.key, self.index.shards, self.tz)
         parts = self.site.books.old_paths(f"{search.FOLDER}/")
         if not self.site.kept_all([*parts, "search.html"], key):
-            for entry in self.lists.docs():
-                self.index.add(entry)
-            for path, text in self.index.files():
+            for path, text in self.index.files(self.lists.docs()):
                 self.site.put(path, key, text)
             page = Pages(0, self.tz).search(self.index.shards, self.index.count)
             self.site.put("search.html", key, page)
@@ -236,7 +234,6 @@ class Build:
         self.done = True
 
     def close(self) -> None:
-        self.index.close()
         self.lists.close()
         self.memo.close(self.done)
 

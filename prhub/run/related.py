@@ -23,7 +23,6 @@ from prhub.run.fanout import FATAL, each
 from prhub.run.run import Run
 from prhub.text import refs
 from prhub.weekly.analyse import week_window
-from prhub.weekly.breaking import UNREAD
 
 log = logging.getLogger("prhub")
 # GitHub's closing keywords: what follows them is an issue the PR closes, not a PR to fetch.
@@ -151,7 +150,7 @@ def _neighbour(
 
 def _read_files(pr: PullRequest) -> set[str]:
     """The files of `pr` a reader reads: not lock, vendored or generated ones."""
-    return {f.path for f in pr.files if paths.of(f) not in UNREAD}
+    return {f.path for f in pr.files if not paths.is_machine_made(f)}
 
 
 def week_neighbours(

@@ -23,7 +23,7 @@ from prhub.model import (
 )
 from prhub.prepare.facts import REVERT_COMMIT, revert_target
 from prhub.tags import KIND_TAGS, parse_title, tag_name
-from prhub.weekly.breaking import UNREAD, breaking_reasons
+from prhub.weekly.breaking import breaking_reasons
 
 __all__ = ["last_complete_week", "week_window", "weekly_facts", "window"]
 
@@ -149,7 +149,7 @@ def weekly_facts(
         labels = {tag_name(label, aliases) for label in pr.labels if label.strip()}
         tags.update(set(mods) | labels | ({kind} if kind else set()))
         for change in pr.files:
-            if paths.of(change) in UNREAD:
+            if paths.is_machine_made(change):  # tells a reader nothing: never hot
                 continue
             files[change.path].add(pr.number)
             parent = posixpath.dirname(change.path)

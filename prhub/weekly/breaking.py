@@ -14,8 +14,6 @@ from prhub.tags import parse_title
 
 # Config formats whose keys are read for removed or renamed settings.
 KEY_EXTS = frozenset({".yaml", ".yml", ".toml", ".json", ".ini", ".cfg"})
-# Files whose changes tell a reader nothing, so they are never hot and break nothing.
-UNREAD = frozenset({"lock", "vendored", "generated"})
 
 # YAML / JSON keys; for YAML list items ("- name: x") the key's column is its indentation.
 COLON_KEY = re.compile(
@@ -27,6 +25,8 @@ EQUALS_KEY = re.compile(r"""^(\s*)(?:"([^"]+)"|'([^']+)'|([A-Za-z_][\w.-]*))\s*[
 SECTION = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*$")
 FLAG = re.compile(r"""["'](--[A-Za-z0-9][\w-]*)""")
 FLAG_DEFINER = re.compile(r"add_argument\(|add_option\(|\b[Oo]ption\(")
+# A config file's hunk as keys: (sign, column, key, dotted key) of each removed or added key line.
+Hunk = list[tuple[str, int, str, str]]
 
 
 def breaking_reasons(pr: PullRequest) -> list[str]:
@@ -37,22 +37,31 @@ def breaking_reasons(pr: PullRequest) -> list[str]:
     elif parse_title(pr.title).breaking:
         reasons.append("标题带破坏性变更标记")
     added = [text for f in pr.files for sign, text in _lines(f.patch) if sign == "+"]
-    moved = _moved(pr)
+    keys = {
+        f.path: _config_keys(f)
+        for f in pr.files
+        if posixpath.splitext(f.path)[1].lower() in KEY_EXTS and f.patch
+    }
+    moved = _moved(keys)
     for change in pr.files:
-        reasons += _config_reasons(change, moved) + _flag_reasons(change, added)
+        hunks = keys.get(change.path, [])
+        reasons += _config_reasons(change, hunks, moved) + _flag_reasons(change, added)
     return list(dict.fromkeys(reasons))
 
 
-def _moved(pr: PullRequest) -> Callable[[str, str], bool]:
-    """Whether a key a config file lost is one another config file of the PR gained: the
-    same dotted key, or its tail in a file under a folder or name of its head (Hydra's config
-    groups: `transfer_queue.metrics` now `metrics` in `transfer_queue/transfer_queue.yaml`)."""
-    gained = []
-    for f in pr.files:
-        if posixpath.splitext(f.path)[1].lower() in KEY_EXTS and f.patch:
-            parts = set(posixpath.splitext(f.path)[0].split("/"))
-            keys = {d for hunk in _config_keys(f) for sign, _, _, d in hunk if sign == "+"}
-            gained.append((f.path, parts, keys))
+def _moved(config: dict[str, list[Hunk]]) -> Callable[[str, str], bool]:
+    """Whether a key a config file lost is one another config file of the PR gained (`config`:
+    each config file's keys): the same dotted key, or its tail in a file under a folder or name
+    of its head (Hydra's config groups: `transfer_queue.metrics` now `metrics` in
+    `transfer_queue/transfer_queue.yaml`)."""
+    gained = [
+        (
+            path,
+            set(posixpath.splitext(path)[0].split("/")),
+            {d for hunk in hunks for sign, _, _, d in hunk if sign == "+"},
+        )
+        for path, hunks in config.items()
+    ]
 
     def moved(path: str, dotted: str) -> bool:
         names = dotted.split(".")
@@ -93,7 +102,7 @@ def _lines(patch: str | None) -> Iterable[tuple[str, str]]:
     return (line for hunk in _hunks(patch) for line in hunk)
 
 
-def _config_keys(change: FileChange) -> list[list[tuple[str, int, str, str]]]:
+def _config_keys(change: FileChange) -> list[Hunk]:
     """Per hunk, (sign, column, key, dotted key) of each removed or added key line."""
     ext = posixpath.splitext(change.path)[1].lower()
     pattern = COLON_KEY if ext in {".yaml", ".yml", ".json"} else EQUALS_KEY
@@ -128,16 +137,17 @@ def _config_keys(change: FileChange) -> list[list[tuple[str, int, str, str]]]:
     return result
 
 
-def _config_reasons(change: FileChange, moved: Callable[[str, str], bool]) -> list[str]:
+def _config_reasons(
+    change: FileChange, hunks: list[Hunk], moved: Callable[[str, str], bool]
+) -> list[str]:
     ext = posixpath.splitext(change.path)[1].lower()
     if (
         ext not in KEY_EXTS
         or change.status in ("added", "removed")
         or paths.is_tooling(change.path)
-        or paths.of(change) in UNREAD
+        or paths.is_machine_made(change)
     ):
         return []
-    hunks = _config_keys(change)
     removed = {key for hunk in hunks for sign, _, key, _ in hunk if sign == "-"}
     added = {key for hunk in hunks for sign, _, key, _ in hunk if sign == "+"}
     reasons = []
